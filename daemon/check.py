@@ -1,0 +1,112 @@
+"""``hearth check``: every start-up decision, shown before the daemon makes it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from .config import Config
+from .engines import engine_requests, load_engines
+from .errors import HearthError
+from .hardware import plan, probe
+from .models import resolve_gguf, resolve_whisper, size_mb
+
+
+def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
+    problems: list[str] = []
+    report = probe()
+    out: dict[str, Any] = {
+        "config": config.source,
+        "state_dir": str(config.state_path),
+        "hardware": {
+            "cpu_count": report.cpu_count,
+            "cuda_devices": [g.__dict__ for g in report.gpus],
+            "ctranslate2_cuda_devices": report.ctranslate2_cuda,
+            "onnxruntime_cuda": report.onnx_cuda,
+            "llama_gpu_offload": report.llama_gpu,
+            "notes": list(report.notes),
+        },
+    }
+    models: dict[str, Any] = {}
+    for name, m in config.asr.models.items():
+        try:
+            path = resolve_whisper(m.path, config.models_path, allow_download=False)
+            models[f"asr:{name}"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
+        except HearthError as exc:
+            models[f"asr:{name}"] = {"error": str(exc)}
+            if not config.asr.allow_download:
+                problems.append(str(exc))
+    if config.llm.backend == "local":
+        try:
+            path = resolve_gguf(config.llm.model, config.models_path, allow_download=False)
+            models["llm"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
+        except HearthError as exc:
+            models["llm"] = {"error": str(exc)}
+    else:
+        models["llm"] = {"remote": config.llm.remote.base_url}
+    try:
+        from .voices import VoiceStore
+
+        voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
+        models["tts"] = {"path": str(voice.model_path), "size_mb": round(size_mb(voice.model_path), 1)}
+    except HearthError as exc:
+        models["tts"] = {"error": str(exc)}
+        problems.append(str(exc))
+    out["models"] = models
+    out["plan"] = [
+        {"engine": p.name, "device": p.label, "compute_type": p.compute_type, "reasons": p.reasons}
+        for p in plan(engine_requests(config), report)
+    ]
+    if load:
+        try:
+            engines = load_engines(config, report)
+            out["loaded"] = engines.describe()
+            engines.close()
+        except HearthError as exc:
+            problems.append(f"{exc.code}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - check reports, never crashes
+            problems.append(f"{type(exc).__name__}: {exc}")
+    out["problems"] = problems
+    return out, problems
+
+
+def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
+    """Print the report; exit code 1 when anything is wrong."""
+    out, problems = _collect(config, load)
+    if as_json:
+        print(json.dumps(out, indent=2, default=str))
+        return 1 if problems else 0
+    hw = out["hardware"]
+    print(f"config      {out['config']}")
+    print(f"state dir   {out['state_dir']}")
+    print(f"CPU         {hw['cpu_count']} cores")
+    if hw["cuda_devices"]:
+        for g in hw["cuda_devices"]:
+            cap = ".".join(map(str, g["capability"]))
+            print(f"CUDA        cuda:{g['index']} {g['name']} cc {cap}, "
+                  f"{g['free_mb']}/{g['total_mb']} MB free")
+    else:
+        print("CUDA        none (CTranslate2 sees %d devices)" % hw["ctranslate2_cuda_devices"])
+    print(f"onnxruntime CUDA provider: {'yes' if hw['onnxruntime_cuda'] else 'no'}; "
+          f"llama.cpp GPU offload: {'yes' if hw['llama_gpu_offload'] else 'no'}")
+    for note in hw["notes"]:
+        print(f"note        {note}")
+    print("\nmodels")
+    for name, info in out["models"].items():
+        detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"
+        print(f"  {name:<14} {detail}")
+    print("\nplan")
+    for p in out["plan"]:
+        print(f"  {p['engine']:<14} {p['device']:<7} {p['compute_type']:<9} {'; '.join(p['reasons'])}")
+    if "loaded" in out:
+        print("\nloaded")
+        for e in out["loaded"]:
+            print(f"  {e['name']:<14} {e['device']:<7} {e['compute_type']:<9} {e['load_s']} s")
+    if problems:
+        print("\nproblems", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    print("\nok")
+    return 0

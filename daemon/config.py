@@ -1,0 +1,445 @@
+"""Typed configuration: one frozen dataclass tree loaded from YAML.
+
+Validation errors name the file, the line and the key path, e.g.
+``config.yaml:14 asr.models.tiny.beam_size: must be an integer >= 1, got "five"``.
+The documented default lives in ``config.yaml`` at the project root; every field
+here has the same default so that an empty file is a valid configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from .errors import ConfigError
+
+DEVICE_HELP = "auto, cpu, cuda or cuda:N"
+COMPUTE_TYPES = (
+    "auto",
+    "int8",
+    "int8_float16",
+    "int8_float32",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+    "float32",
+)
+
+
+def _c(**rules: Any) -> dict[str, Any]:
+    """Field metadata holding validation rules (min, max, choices, check)."""
+    return {"rules": rules}
+
+
+def _device_ok(value: str) -> str | None:
+    if value in ("auto", "cpu", "cuda"):
+        return None
+    if value.startswith("cuda:") and value[5:].isdigit():
+        return None
+    return f"must be {DEVICE_HELP}"
+
+
+def _uri_ok(value: str) -> str | None:
+    if value.startswith(("tcp://", "unix://")) or value == "stdio://":
+        return None
+    return "must be tcp://HOST:PORT, unix://PATH or stdio://"
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """HTTP API listener."""
+
+    host: str = "0.0.0.0"
+    port: int = field(default=19000, metadata=_c(min=1, max=65535))
+
+
+@dataclass(frozen=True)
+class WyomingConfig:
+    """Wyoming protocol listener."""
+
+    uri: str = field(default="tcp://0.0.0.0:10300", metadata=_c(check=_uri_ok))
+
+
+@dataclass(frozen=True)
+class AsrModelConfig:
+    """One faster-whisper model."""
+
+    path: str = "tiny.en"
+    device: str = field(default="auto", metadata=_c(check=_device_ok))
+    compute_type: str = field(default="auto", metadata=_c(choices=COMPUTE_TYPES))
+    beam_size: int = field(default=1, metadata=_c(min=1, max=10))
+    language: str = ""
+    cpu_threads: int = field(default=0, metadata=_c(min=0, max=256))
+
+
+@dataclass(frozen=True)
+class AsrConfig:
+    """Speech-to-text engine."""
+
+    default_model: str = "tiny.en"
+    models: dict[str, AsrModelConfig] = field(
+        default_factory=lambda: {"tiny.en": AsrModelConfig()}
+    )
+    workers: int = field(default=1, metadata=_c(min=1, max=16))
+    partial_interval_ms: int = field(default=600, metadata=_c(min=100, max=10000))
+    partials: bool = True
+    allow_download: bool = True
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    """Voice activity detection and endpointing."""
+
+    engine: Literal["webrtc", "silero"] = "silero"
+    threshold: float = field(default=0.5, metadata=_c(min=0.0, max=1.0))
+    aggressiveness: int = field(default=2, metadata=_c(min=0, max=3))
+    speech_start_ms: int = field(default=90, metadata=_c(min=0, max=2000))
+    speculative_silence_ms: int = field(default=240, metadata=_c(min=30, max=5000))
+    trailing_silence_ms: int = field(default=700, metadata=_c(min=60, max=10000))
+    padding_ms: int = field(default=240, metadata=_c(min=0, max=2000))
+
+
+@dataclass(frozen=True)
+class TtsCacheConfig:
+    """Disk cache of synthesized audio."""
+
+    enabled: bool = True
+    dir: str = ""
+    max_mb: int = field(default=256, metadata=_c(min=1, max=1_000_000))
+
+
+@dataclass(frozen=True)
+class TtsConfig:
+    """Text-to-speech engine."""
+
+    default_voice: str = "en_US-joe-medium"
+    device: str = field(default="auto", metadata=_c(check=_device_ok))
+    workers: int = field(default=1, metadata=_c(min=1, max=16))
+    sentence_silence_ms: int = field(default=150, metadata=_c(min=0, max=5000))
+    loaded_voices: int = field(default=4, metadata=_c(min=1, max=64))
+    cache: TtsCacheConfig = field(default_factory=TtsCacheConfig)
+
+
+@dataclass(frozen=True)
+class RemoteLlmConfig:
+    """An OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama)."""
+
+    base_url: str = ""
+    api_key: str = ""
+    model: str = ""
+    timeout_s: float = field(default=60.0, metadata=_c(min=1.0, max=3600.0))
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    """Conversation model."""
+
+    backend: Literal["local", "remote"] = "local"
+    model: str = ""
+    device: str = field(default="auto", metadata=_c(check=_device_ok))
+    gpu_layers: int = field(default=-1, metadata=_c(min=-1, max=1000))
+    context_tokens: int = field(default=2048, metadata=_c(min=256, max=131072))
+    threads: int = field(default=0, metadata=_c(min=0, max=256))
+    system_prompt: str = (
+        "You are Hearth, a helpful voice assistant in a home. "
+        "Answer in one or two short sentences."
+    )
+    temperature: float = field(default=0.3, metadata=_c(min=0.0, max=2.0))
+    top_p: float = field(default=0.9, metadata=_c(min=0.0, max=1.0))
+    max_tokens: int = field(default=128, metadata=_c(min=1, max=8192))
+    history_turns: int = field(default=8, metadata=_c(min=0, max=100))
+    history_ttl_s: int = field(default=1800, metadata=_c(min=1, max=604800))
+    max_conversations: int = field(default=256, metadata=_c(min=1, max=100000))
+    remote: RemoteLlmConfig = field(default_factory=RemoteLlmConfig)
+
+
+@dataclass(frozen=True)
+class VoicesConfig:
+    """Where user voices live."""
+
+    dir: str = ""
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """Bounds on everything that comes from outside."""
+
+    max_audio_s: float = field(default=60.0, metadata=_c(min=1.0, max=3600.0))
+    max_file_audio_s: float = field(default=3600.0, metadata=_c(min=1.0, max=86400.0))
+    max_upload_mb: int = field(default=50, metadata=_c(min=1, max=4096))
+    max_text_chars: int = field(default=2000, metadata=_c(min=1, max=1_000_000))
+    max_prompt_chars: int = field(default=4000, metadata=_c(min=1, max=1_000_000))
+    max_sample_rate: int = field(default=192000, metadata=_c(min=8000, max=768000))
+    max_channels: int = field(default=8, metadata=_c(min=1, max=64))
+    max_queue: int = field(default=32, metadata=_c(min=1, max=10000))
+    request_timeout_s: float = field(default=120.0, metadata=_c(min=1.0, max=3600.0))
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Logging."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole daemon configuration."""
+
+    state_dir: str = ""
+    models_dir: str = ""
+    http: HttpConfig = field(default_factory=HttpConfig)
+    wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    asr: AsrConfig = field(default_factory=AsrConfig)
+    vad: VadConfig = field(default_factory=VadConfig)
+    tts: TtsConfig = field(default_factory=TtsConfig)
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    voices: VoicesConfig = field(default_factory=VoicesConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    source: str = field(default="<defaults>", compare=False, metadata={"internal": True})
+
+    @property
+    def state_path(self) -> Path:
+        """The state directory: config, else $STATE_DIRECTORY (systemd), else XDG."""
+        if self.state_dir:
+            return Path(os.path.expanduser(self.state_dir))
+        if os.environ.get("STATE_DIRECTORY"):
+            return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+        xdg = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+        return Path(xdg) / "hearth"
+
+    @property
+    def models_path(self) -> Path:
+        """Where downloaded models are stored."""
+        if self.models_dir:
+            return Path(os.path.expanduser(self.models_dir))
+        return self.state_path / "models"
+
+    @property
+    def voices_path(self) -> Path:
+        """Where user voices live."""
+        if self.voices.dir:
+            return Path(os.path.expanduser(self.voices.dir))
+        return self.state_path / "voices"
+
+    @property
+    def tts_cache_path(self) -> Path:
+        """Where cached TTS audio lives."""
+        if self.tts.cache.dir:
+            return Path(os.path.expanduser(self.tts.cache.dir))
+        if os.environ.get("CACHE_DIRECTORY"):
+            return Path(os.environ["CACHE_DIRECTORY"].split(":")[0]) / "tts"
+        return self.state_path / "cache" / "tts"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _line_map(text: str) -> dict[tuple[str, ...], int]:
+    """Map each key path to its 1-based line; reject duplicate keys."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                sub = (*path, key)
+                if key in seen:
+                    raise _Invalid(sub, "duplicate key", key_node.start_mark.line + 1)
+                seen.add(key)
+                lines[sub] = key_node.start_mark.line + 1
+                walk(value_node, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, str(i))] = item.start_mark.line + 1
+                walk(item, (*path, str(i)))
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+class _Invalid(Exception):
+    def __init__(self, path: tuple[str, ...], problem: str, line: int | None = None):
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
+        self.line = line
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return repr(value)
+
+
+def _check_rules(value: Any, rules: dict[str, Any], kind: str) -> None:
+    lo, hi = rules.get("min"), rules.get("max")
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        raise _Invalid((), f"must be {kind} between {lo} and {hi}, got {_describe(value)}")
+    if lo is not None and value < lo:
+        raise _Invalid((), f"must be {kind} >= {lo}, got {_describe(value)}")
+    if hi is not None and value > hi:
+        raise _Invalid((), f"must be {kind} <= {hi}, got {_describe(value)}")
+    choices = rules.get("choices")
+    if choices is not None and value not in choices:
+        raise _Invalid((), f"must be one of {', '.join(choices)}, got {_describe(value)}")
+    check = rules.get("check")
+    if check is not None:
+        problem = check(value)
+        if problem:
+            raise _Invalid((), f"{problem}, got {_describe(value)}")
+
+
+def _convert(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """Validate ``value`` against the annotation ``tp``; return the typed value."""
+    try:
+        return _convert_inner(tp, value, rules, path)
+    except _Invalid as exc:
+        if not exc.path:
+            exc.path = path
+        raise
+
+
+def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, ...]) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, path)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _Invalid(path, f"must be a mapping, got {_describe(value)}")
+        _, val_tp = typing.get_args(tp)
+        if not value:
+            raise _Invalid(path, "must name at least one entry")
+        return {
+            str(k): _convert(val_tp, v, {}, (*path, str(k))) for k, v in value.items()
+        }
+    if origin is list:
+        if not isinstance(value, list):
+            raise _Invalid(path, f"must be a list, got {_describe(value)}")
+        (item_tp,) = typing.get_args(tp)
+        return [_convert(item_tp, v, {}, (*path, str(i))) for i, v in enumerate(value)]
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise _Invalid(
+                path, f"must be one of {', '.join(map(str, choices))}, got {_describe(value)}"
+            )
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _Invalid(path, f"must be true or false, got {_describe(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            kind = "an integer"
+            lo = rules.get("min")
+            suffix = f" >= {lo}" if lo is not None and rules.get("max") is None else ""
+            if lo is not None and rules.get("max") is not None:
+                suffix = f" between {lo} and {rules['max']}"
+            raise _Invalid(path, f"must be {kind}{suffix}, got {_describe(value)}")
+        _check_rules(value, rules, "an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Invalid(path, f"must be a number, got {_describe(value)}")
+        _check_rules(float(value), rules, "a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise _Invalid(path, f"must be a string, got {_describe(value)}")
+        _check_rules(value, rules, "a string")
+        return value
+    raise TypeError(f"unsupported config type {tp!r}")  # a bug in this module
+
+
+def _build(cls: Any, data: Any, path: tuple[str, ...]) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _Invalid(path, f"must be a mapping, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    for key in data:
+        if key not in fields:
+            known = ", ".join(sorted(fields))
+            raise _Invalid((*path, str(key)), f"unknown key (known keys: {known})")
+    kwargs = {}
+    for name, f in fields.items():
+        if name in data:
+            kwargs[name] = _convert(
+                hints[name], data[name], f.metadata.get("rules", {}), (*path, name)
+            )
+    return cls(**kwargs)
+
+
+def _cross_checks(config: Config) -> None:
+    if config.asr.default_model not in config.asr.models:
+        raise _Invalid(
+            ("asr", "default_model"),
+            f'must name one of asr.models ({", ".join(config.asr.models)}), '
+            f'got "{config.asr.default_model}"',
+        )
+    if config.llm.backend == "remote" and not config.llm.remote.base_url:
+        raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")
+
+
+def parse_config(text: str, source: str = "<string>") -> Config:
+    """Parse and validate YAML text; raise ConfigError naming file, line and key."""
+    try:
+        lines = _line_map(text)
+        data = yaml.safe_load(text)
+        config = _build(Config, data, ())
+        _cross_checks(config)
+    except _Invalid as exc:
+        key = ".".join(exc.path) or "(top level)"
+        line = exc.line
+        probe = exc.path
+        while line is None and probe:
+            line = lines.get(probe)
+            probe = probe[:-1]
+        where = f"{source}:{line}" if line else source
+        raise ConfigError(f"{where} {key}: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{where} invalid YAML: {problem}") from None
+    return dataclasses.replace(config, source=source)
+
+
+def load_config(path: str | os.PathLike[str] | None) -> Config:
+    """Load the config at ``path`` (or $HEARTH_CONFIG); None and no env means defaults."""
+    if path is None:
+        path = os.environ.get("HEARTH_CONFIG") or None
+    if path is None:
+        return Config()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config is not UTF-8 text") from None
+    return parse_config(text, str(path))
+
+
+def config_types() -> types.MappingProxyType[str, Any]:
+    """The top-level sections, for documentation checks in tests."""
+    return types.MappingProxyType({f.name: f.type for f in dataclasses.fields(Config)})

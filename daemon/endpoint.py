@@ -1,0 +1,110 @@
+"""Endpointing as a pure state machine over (seconds, is_speech) steps.
+
+No audio, no clocks, no I/O: the speech session feeds one VAD decision per frame
+and acts on the events returned. Times are seconds of audio since the stream began.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class EndpointState(Enum):
+    """Where the utterance is."""
+
+    WAITING = "waiting"
+    """No speech yet."""
+    SPEECH = "speech"
+    """Speech in progress."""
+    PAUSED = "paused"
+    """Silence after speech, long enough to start a speculative decode."""
+    ENDED = "ended"
+    """Trailing silence reached: the utterance is over (speech may still resume
+    while the client keeps sending; hands-free callers ``reset()`` instead)."""
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Durations in seconds."""
+
+    speech_start_s: float = 0.09
+    """Continuous speech needed to start (or resume) an utterance."""
+    speculative_silence_s: float = 0.24
+    """Silence after speech that starts a speculative decode."""
+    trailing_silence_s: float = 0.7
+    """Silence after speech that ends the utterance."""
+
+
+@dataclass(frozen=True)
+class EndpointEvent:
+    """A transition; ``at_s`` is the relevant audio time."""
+
+    kind: str
+    """started (at speech onset), paused and ended (at end of speech), resumed."""
+    at_s: float
+
+
+class Endpointer:
+    """Turns per-frame VAD decisions into utterance events."""
+
+    def __init__(self, config: EndpointConfig | None = None) -> None:
+        self.config = config or EndpointConfig()
+        self.state = EndpointState.WAITING
+        self.now_s = 0.0
+        self.speech_start_s: float | None = None
+        self.speech_end_s: float | None = None
+        self._run_start: float | None = None
+        self._run_s = 0.0
+        self._silence_s = 0.0
+
+    def process(self, seconds: float, is_speech: bool) -> list[EndpointEvent]:
+        """Advance by one frame of ``seconds``; return the events it caused."""
+        start = self.now_s
+        self.now_s += seconds
+        events: list[EndpointEvent] = []
+        cfg = self.config
+        if is_speech:
+            if self._run_start is None:
+                self._run_start = start
+            self._run_s += seconds
+        else:
+            self._run_start = None
+            self._run_s = 0.0
+
+        if self.state is EndpointState.WAITING:
+            if is_speech and self._run_s >= cfg.speech_start_s:
+                self.state = EndpointState.SPEECH
+                self.speech_start_s = self._run_start
+                self.speech_end_s = self.now_s
+                self._silence_s = 0.0
+                events.append(EndpointEvent("started", self.speech_start_s or 0.0))
+            return events
+
+        # SPEECH, PAUSED or ENDED: a speech run long enough counts as speech; short blips
+        # are treated as silence so clicks do not hold an utterance open.
+        if is_speech and self._run_s >= cfg.speech_start_s:
+            self.speech_end_s = self.now_s
+            self._silence_s = 0.0
+            if self.state in (EndpointState.PAUSED, EndpointState.ENDED):
+                self.state = EndpointState.SPEECH
+                events.append(EndpointEvent("resumed", self._run_start or start))
+            return events
+        if not is_speech or self._run_s < cfg.speech_start_s:
+            self._silence_s = self.now_s - (self.speech_end_s or 0.0)
+        if self.state is EndpointState.SPEECH and self._silence_s >= cfg.speculative_silence_s:
+            self.state = EndpointState.PAUSED
+            events.append(EndpointEvent("paused", self.speech_end_s or start))
+        if self.state is EndpointState.PAUSED and self._silence_s >= cfg.trailing_silence_s:
+            self.state = EndpointState.ENDED
+            events.append(EndpointEvent("ended", self.speech_end_s or start))
+        return events
+
+    def reset(self) -> None:
+        """Wait for the next utterance (hands-free listening); time keeps running."""
+        self.state = EndpointState.WAITING
+        self.speech_start_s = None
+        self.speech_end_s = None
+        self._run_start = None
+        self._run_s = 0.0
+        self._silence_s = 0.0

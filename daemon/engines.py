@@ -1,0 +1,273 @@
+"""Loading every engine once, on the devices the hardware plan chose.
+
+:class:`Engines` is built by :func:`load_engines` at start-up (service) or by the
+CLI, then shared by all sessions. A model that fails to load on CUDA is loaded on
+the CPU instead, and the reason is logged and kept for ``hearth check``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .asr.base import AsrModel
+from .config import Config
+from .endpoint import EndpointConfig
+from .errors import HearthError, ModelUnavailable, UnknownModel
+from .hardware import EngineRequest, HardwareReport, Placement, plan
+from .llm.base import LlmEngine, Sampling
+from .models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
+from .pipeline import ChatService, ChatSettings, ConversationStore, SpeechPipeline
+from .session import SessionOptions, SessionSettings, SpeechSession
+from .tts.base import TtsEngine
+from .tts.cache import TtsCache
+from .tts.service import TtsService
+from .vad import Vad, create_vad
+from .voices import VoiceStore
+from .workers import WorkerPool
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineStatus:
+    """What ``hearth check`` and /healthz report for one engine."""
+
+    name: str
+    kind: str
+    device: str
+    compute_type: str
+    path: str
+    size_mb: float
+    load_s: float
+    reasons: list[str] = field(default_factory=list)
+
+
+def engine_requests(config: Config) -> list[EngineRequest]:
+    """What each configured engine asks of the hardware (VRAM estimates in MB)."""
+    requests = [
+        EngineRequest(f"asr:{name}", "asr", m.device, m.compute_type, vram_mb=1000)
+        for name, m in config.asr.models.items()
+    ]
+    requests.append(EngineRequest("tts", "tts", config.tts.device, vram_mb=400))
+    if config.llm.backend == "local":
+        requests.append(EngineRequest("llm", "llm", config.llm.device, vram_mb=1500))
+    return requests
+
+
+class Engines:
+    """Every loaded engine, its worker pool, and the services built on them."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        limits = config.limits
+        self.asr_pool = WorkerPool("asr", config.asr.workers, limits.max_queue)
+        self.vad_pool = WorkerPool("vad", 2, limits.max_queue * 8)
+        self.tts_pool = WorkerPool("tts", config.tts.workers, limits.max_queue)
+        self.llm_pool = WorkerPool("llm", 1, limits.max_queue)
+        self.asr: dict[str, AsrModel] = {}
+        self.vad: Vad | None = None
+        self.tts: TtsService | None = None
+        self.llm: LlmEngine | None = None
+        self.chat: ChatService | None = None
+        self.pipeline: SpeechPipeline | None = None
+        self.status: list[EngineStatus] = []
+        self.voices = VoiceStore(config.voices_path)
+        vad = config.vad
+        self.session_settings = SessionSettings(
+            endpoint=EndpointConfig(
+                speech_start_s=vad.speech_start_ms / 1000,
+                speculative_silence_s=vad.speculative_silence_ms / 1000,
+                trailing_silence_s=vad.trailing_silence_ms / 1000,
+            ),
+            padding_s=vad.padding_ms / 1000,
+            partial_interval_s=config.asr.partial_interval_ms / 1000,
+            max_audio_s=limits.max_audio_s,
+            max_sample_rate=limits.max_sample_rate,
+            max_channels=limits.max_channels,
+        )
+
+    # ---------------------------------------------------------------- use
+
+    def asr_model(self, name: str | None) -> AsrModel:
+        """The ASR model called ``name`` (None: the default)."""
+        key = name or self.config.asr.default_model
+        if key not in self.asr:
+            known = ", ".join(self.asr) or "none loaded"
+            raise UnknownModel(f"unknown ASR model '{key}' (models: {known})")
+        return self.asr[key]
+
+    def new_session(
+        self, model: str | None = None, options: SessionOptions | None = None
+    ) -> SpeechSession:
+        """A speech session for one utterance (or a hands-free stream)."""
+        assert self.vad is not None, "engines not loaded"
+        options = options or SessionOptions(partials=self.config.asr.partials)
+        return SpeechSession(
+            self.asr_model(model),
+            self.asr_pool,
+            self.vad,
+            self.vad_pool,
+            self.session_settings,
+            options,
+        )
+
+    def describe(self) -> list[dict[str, object]]:
+        """Engine status as plain data (for /healthz and ``hearth check --json``)."""
+        return [s.__dict__ | {"reasons": list(s.reasons)} for s in self.status]
+
+    def close(self) -> None:
+        """Stop the worker pools; safe to call more than once."""
+        for pool in (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool):
+            pool.close()
+
+
+def load_engines(
+    config: Config,
+    report: HardwareReport,
+    *,
+    asr: bool = True,
+    tts: bool = True,
+    llm: bool = True,
+) -> Engines:
+    """Load the configured engines (blocking: call from a thread at start-up).
+
+    The CLI loads only what a command needs; the daemon loads everything.
+    """
+    engines = Engines(config)
+    placements = {p.name: p for p in plan(engine_requests(config), report)}
+    for placement in placements.values():
+        for reason in placement.reasons:
+            log = _LOGGER.warning if "falling back" in reason or "moved" in reason else _LOGGER.info
+            log("%s: %s", placement.name, reason)
+
+    for name, model_cfg in config.asr.models.items() if asr else ():
+        path = resolve_whisper(model_cfg.path, config.models_path, config.asr.allow_download)
+        placement = placements[f"asr:{name}"]
+
+        def load_asr(p: Placement, path: Path = path, name: str = name) -> AsrModel:
+            from .asr.whisper import WhisperAsr
+
+            m = config.asr.models[name]
+            return WhisperAsr(
+                name,
+                path,
+                device=p.device,
+                device_index=p.device_index,
+                compute_type=p.compute_type,
+                cpu_threads=m.cpu_threads,
+                workers=config.asr.workers,
+                beam_size=m.beam_size,
+                language=m.language,
+            )
+
+        engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)
+
+    engines.vad = create_vad(config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
+    if tts:
+        _load_tts(engines, config, placements["tts"])
+    if llm:
+        engines.llm = _load_llm(engines, config, placements.get("llm"))
+        engines.chat = ChatService(
+            engines.llm,
+            ConversationStore(
+                config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
+            ),
+            ChatSettings(
+                system_prompt=config.llm.system_prompt,
+                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
+                max_prompt_chars=config.limits.max_prompt_chars,
+            ),
+        )
+    if engines.tts is not None and engines.chat is not None:
+        engines.pipeline = SpeechPipeline(engines.chat, engines.tts)
+    return engines
+
+
+def _load_tts(engines: Engines, config: Config, placement: Placement) -> None:
+    voice = engines.voices.get(config.tts.default_voice)
+
+    def load_tts(p: Placement) -> TtsEngine:
+        from .tts.piper import PiperTts
+
+        engine = PiperTts(use_cuda=p.device == "cuda", max_loaded=config.tts.loaded_voices)
+        engine.preload(voice)
+        return engine
+
+    tts_engine = _load_with_fallback(engines, placement, voice.model_path, load_tts)
+    cache = (
+        TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
+        if config.tts.cache.enabled
+        else None
+    )
+    engines.tts = TtsService(
+        tts_engine,
+        engines.voices,
+        engines.tts_pool,
+        cache,
+        config.tts.default_voice,
+        config.tts.sentence_silence_ms / 1000,
+        config.limits.max_text_chars,
+    )
+
+
+def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:
+    if config.llm.backend == "remote":
+        from .llm.remote import RemoteLlm
+
+        remote = config.llm.remote
+        engine = RemoteLlm(remote.base_url, remote.model, remote.api_key, remote.timeout_s)
+        engines.status.append(
+            EngineStatus("llm", "llm", "remote", "-", remote.base_url, 0.0, 0.0,
+                         ["remote OpenAI-compatible server"])
+        )
+        return engine
+    assert placement is not None
+    path = resolve_gguf(config.llm.model, config.models_path, config.asr.allow_download)
+
+    def load(p: Placement) -> LlmEngine:
+        from .llm.local import LocalLlm
+
+        return LocalLlm(
+            path,
+            engines.llm_pool,
+            context_tokens=config.llm.context_tokens,
+            gpu_layers=config.llm.gpu_layers if p.device == "cuda" else 0,
+            threads=config.llm.threads,
+            name=EMBEDDED_LLM_NAME if not config.llm.model else None,
+        )
+
+    return _load_with_fallback(engines, placement, path, load)
+
+
+def _load_with_fallback(engines: Engines, placement: Placement, path: Path, load):  # type: ignore[no-untyped-def]
+    """Load on the planned device; on a CUDA failure, log why and load on CPU."""
+    began = time.perf_counter()
+    try:
+        engine = load(placement)
+    except HearthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any CUDA/runtime failure falls back
+        if placement.device == "cpu":
+            raise ModelUnavailable(f"{placement.name}: failed to load {path}: {exc}") from exc
+        reason = f"failed to load on {placement.label} ({type(exc).__name__}: {exc}); loading on CPU"
+        _LOGGER.warning("%s: %s", placement.name, reason)
+        placement.to_cpu(reason)
+        engine = load(placement)
+    engines.status.append(
+        EngineStatus(
+            placement.name,
+            placement.kind,
+            placement.label,
+            placement.compute_type,
+            str(path),
+            round(size_mb(path), 1),
+            round(time.perf_counter() - began, 2),
+            list(placement.reasons),
+        )
+    )
+    _LOGGER.info("Loaded %s on %s in %.2f s", placement.name, placement.label, time.perf_counter() - began)
+    return engine
+

@@ -1,0 +1,98 @@
+"""Typed errors with stable kebab-case codes.
+
+Engines and the session raise these; each protocol maps them to its wire form in
+exactly one place (an HTTP status, a Wyoming ``error`` event, a data-channel message).
+"""
+
+from __future__ import annotations
+
+
+class HearthError(Exception):
+    """Base class: every error a client may see has a stable ``code``."""
+
+    code = "internal-error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(HearthError):
+    """The configuration file is missing, unreadable or invalid."""
+
+    code = "invalid-config"
+
+
+class InvalidAudio(HearthError):
+    """Audio could not be decoded, or its format is out of range."""
+
+    code = "invalid-audio"
+
+
+class AudioTooLong(HearthError):
+    """More audio arrived than ``limits.max_audio_s`` allows."""
+
+    code = "audio-too-long"
+
+
+class InvalidText(HearthError):
+    """Text is empty or otherwise unusable."""
+
+    code = "invalid-text"
+
+
+class TextTooLong(HearthError):
+    """Text is longer than ``limits.max_text_chars``."""
+
+    code = "text-too-long"
+
+
+class UnknownModel(HearthError):
+    """No ASR model of that name is configured."""
+
+    code = "unknown-model"
+
+
+class UnknownVoice(HearthError):
+    """No voice (or speaker) of that name is in the voice store."""
+
+    code = "unknown-voice"
+
+
+class InvalidRequest(HearthError):
+    """A request option is out of range (beam size, speed, language...)."""
+
+    code = "invalid-request"
+
+
+class PromptTooLong(HearthError):
+    """The LLM prompt does not fit the model's context window."""
+
+    code = "prompt-too-long"
+
+
+class ModelUnavailable(HearthError):
+    """A model is neither on disk nor downloadable (offline, bad name)."""
+
+    code = "model-unavailable"
+
+
+class EngineNotReady(HearthError):
+    """Engines are still loading."""
+
+    code = "engine-not-ready"
+
+
+class LlmUnavailable(HearthError):
+    """The remote LLM server failed or could not be reached."""
+
+    code = "llm-unavailable"
+
+
+class Busy(HearthError):
+    """Too many requests are already queued for an engine."""
+
+    code = "busy"

@@ -1,0 +1,260 @@
+"""Hardware detection and device placement.
+
+:func:`probe` returns a :class:`HardwareReport`; :func:`plan` is pure: given the
+report and what each engine asks for, it decides devices and compute types, moving
+engines to CPU (LLM first, then TTS, then ASR) when VRAM is short. Every decision
+carries a human-readable reason that is logged and shown by ``hearth check``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Literal
+
+_LOGGER = logging.getLogger(__name__)
+
+EngineKind = Literal["asr", "tts", "llm"]
+# When VRAM is short, engines leave the GPU in this order.
+EVICTION_ORDER: tuple[EngineKind, ...] = ("llm", "tts", "asr")
+VRAM_HEADROOM = 0.9
+"""Fraction of free VRAM the plan may use; the rest is left for activations."""
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One CUDA device."""
+
+    index: int
+    name: str
+    capability: tuple[int, int]
+    """CUDA compute capability (major, minor)."""
+    total_mb: int
+    free_mb: int
+
+
+@dataclass(frozen=True)
+class HardwareReport:
+    """What the machine offers each engine library."""
+
+    gpus: tuple[GpuInfo, ...] = ()
+    ctranslate2_cuda: int = 0
+    """CUDA devices CTranslate2 (faster-whisper) can use."""
+    onnx_cuda: bool = False
+    """onnxruntime has the CUDA execution provider (Piper on GPU)."""
+    llama_gpu: bool = False
+    """llama-cpp-python was built with GPU offload."""
+    cpu_count: int = 1
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cuda_available(self) -> bool:
+        """True when at least one CUDA device is visible."""
+        return bool(self.gpus) or self.ctranslate2_cuda > 0
+
+    def engine_cuda(self, kind: EngineKind) -> bool:
+        """True when the library behind ``kind`` can run on CUDA."""
+        if kind == "asr":
+            return self.ctranslate2_cuda > 0
+        if kind == "tts":
+            return self.onnx_cuda and self.cuda_available
+        return self.llama_gpu and self.cuda_available
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What one engine asks for."""
+
+    name: str
+    """Display name, e.g. ``asr:tiny.en``."""
+    kind: EngineKind
+    device: str
+    """auto, cpu, cuda or cuda:N."""
+    compute_type: str = "auto"
+    vram_mb: int = 0
+    """Estimated VRAM need on CUDA."""
+
+
+@dataclass
+class Placement:
+    """The decision for one engine."""
+
+    name: str
+    kind: EngineKind
+    device: str
+    """cpu or cuda."""
+    device_index: int = 0
+    compute_type: str = "default"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """cpu or cuda:N."""
+        return "cpu" if self.device == "cpu" else f"cuda:{self.device_index}"
+
+    def to_cpu(self, reason: str) -> None:
+        """Move to CPU, recording why."""
+        self.device = "cpu"
+        self.device_index = 0
+        self.compute_type = cpu_compute_type(self.kind)
+        self.reasons.append(reason)
+
+
+def cpu_compute_type(kind: EngineKind) -> str:
+    """CTranslate2 compute type on CPU; other engines have none to choose."""
+    return "int8" if kind == "asr" else "default"
+
+
+def cuda_compute_type(capability: tuple[int, int]) -> str:
+    """float16 on cards with fast half precision (7.0+), int8 on 6.1, float32 older."""
+    if capability >= (7, 0):
+        return "float16"
+    if capability >= (6, 1):
+        return "int8"
+    return "float32"
+
+
+def plan(requests: list[EngineRequest], report: HardwareReport) -> list[Placement]:
+    """Decide device and compute type for each engine; pure, reasons attached."""
+    placements: list[Placement] = []
+    for req in requests:
+        placements.append(_place_one(req, report))
+
+    # VRAM: per device, evict in order LLM, TTS, ASR until the rest fits.
+    need = {p.name: r.vram_mb for p, r in zip(placements, requests)}
+    for gpu in report.gpus:
+        budget = int(gpu.free_mb * VRAM_HEADROOM)
+        on_gpu = [p for p in placements if p.device == "cuda" and p.device_index == gpu.index]
+        used = sum(need[p.name] for p in on_gpu)
+        for kind in EVICTION_ORDER:
+            for p in [p for p in on_gpu if p.kind == kind]:
+                if used <= budget:
+                    break
+                used -= need[p.name]
+                p.to_cpu(
+                    f"not enough VRAM on cuda:{gpu.index} ({gpu.free_mb} MB free, "
+                    f"{used + need[p.name]} MB needed); moved to CPU"
+                )
+    return placements
+
+
+def _place_one(req: EngineRequest, report: HardwareReport) -> Placement:
+    p = Placement(req.name, req.kind, "cpu", 0, cpu_compute_type(req.kind))
+    if req.device == "cpu":
+        p.reasons.append("cpu requested")
+    else:
+        index = int(req.device.split(":", 1)[1]) if ":" in req.device else 0
+        gpu = next((g for g in report.gpus if g.index == index), None)
+        usable = report.engine_cuda(req.kind) and (gpu is not None or not report.gpus)
+        if usable:
+            p.device, p.device_index = "cuda", index
+            cap = gpu.capability if gpu else (7, 0)
+            p.compute_type = (
+                cuda_compute_type(cap) if req.kind == "asr" else "default"
+            )
+            p.reasons.append(
+                f"{req.device} requested; using cuda:{index}"
+                + (f" ({gpu.name}, compute capability {cap[0]}.{cap[1]})" if gpu else "")
+            )
+        elif req.device == "auto":
+            p.reasons.append("no usable CUDA device; using CPU")
+        else:
+            why = _no_cuda_reason(req.kind, report, index)
+            p.reasons.append(f"{req.device} requested but {why}; falling back to CPU")
+    if req.compute_type != "auto":
+        p.compute_type = req.compute_type
+        p.reasons.append(f"compute type {req.compute_type} set in config")
+    return p
+
+
+def _no_cuda_reason(kind: EngineKind, report: HardwareReport, index: int) -> str:
+    if not report.cuda_available:
+        return "no CUDA device is available"
+    if report.gpus and all(g.index != index for g in report.gpus):
+        return f"there is no CUDA device {index}"
+    lib = {
+        "asr": "CTranslate2 sees no CUDA device",
+        "tts": "onnxruntime has no CUDA execution provider (install onnxruntime-gpu)",
+        "llm": "llama-cpp-python was built without GPU offload",
+    }[kind]
+    return lib
+
+
+def probe() -> HardwareReport:
+    """Look at the machine: CUDA devices and which engine libraries can use them."""
+    notes: list[str] = []
+    ct2 = 0
+    try:
+        import ctranslate2
+
+        ct2 = ctranslate2.get_cuda_device_count()
+    except Exception as exc:  # noqa: BLE001 - a broken CUDA runtime must not stop start-up
+        notes.append(f"CTranslate2 CUDA probe failed: {exc}")
+    onnx_cuda = False
+    try:
+        import onnxruntime
+
+        onnx_cuda = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"onnxruntime probe failed: {exc}")
+    llama_gpu = False
+    try:
+        import llama_cpp
+
+        llama_gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"llama-cpp-python probe failed: {exc}")
+    gpus = _nvidia_smi(notes)
+    return HardwareReport(
+        gpus=tuple(gpus),
+        ctranslate2_cuda=ct2,
+        onnx_cuda=onnx_cuda,
+        llama_gpu=llama_gpu,
+        cpu_count=os.cpu_count() or 1,
+        notes=tuple(notes),
+    )
+
+
+def _nvidia_smi(notes: list[str]) -> list[GpuInfo]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    query = "index,name,compute_cap,memory.total,memory.free"
+    try:
+        out = subprocess.run(
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        notes.append(f"nvidia-smi failed: {exc}")
+        return []
+    return parse_nvidia_smi(out)
+
+
+def parse_nvidia_smi(out: str) -> list[GpuInfo]:
+    """Parse ``nvidia-smi --query-gpu=index,name,compute_cap,memory.total,memory.free``."""
+    gpus = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 5:
+            continue
+        try:
+            major, _, minor = parts[2].partition(".")
+            gpus.append(
+                GpuInfo(
+                    index=int(parts[0]),
+                    name=parts[1],
+                    capability=(int(major), int(minor or 0)),
+                    total_mb=int(float(parts[3])),
+                    free_mb=int(float(parts[4])),
+                )
+            )
+        except ValueError:
+            continue
+    return gpus

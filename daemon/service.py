@@ -1,0 +1,157 @@
+"""The daemon's lifecycle: bind listeners, load engines, serve, shut down.
+
+Everything with side effects at start-up happens here (never at import): probing
+hardware, loading models, warming them up. HTTP listens first so that /healthz
+can answer 503 while engines load, then "Ready" is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import platform
+import time
+from typing import Any
+
+from . import __version__
+from .config import Config
+from .engines import Engines, load_engines
+from .hardware import HardwareReport, probe
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class ServiceState(enum.Enum):
+    """Where the daemon is in its life."""
+
+    STARTING = "starting"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPING = "stopping"
+
+
+class HearthService:
+    """Owns the config, the hardware report, the engines and the listeners."""
+
+    def __init__(self, config: Config, report: HardwareReport | None = None) -> None:
+        self.config = config
+        self.report = report
+        self.engines: Engines | None = None
+        self.state = ServiceState.STARTING
+        self.error = ""
+        self.started = time.monotonic()
+
+    # ---------------------------------------------------------------- views
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Ready flag and details for /healthz."""
+        details: dict[str, Any] = {
+            "status": self.state.value,
+            "version": __version__,
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "python": platform.python_version(),
+            "versions": _library_versions(),
+        }
+        if self.error:
+            details["error"] = self.error
+        if self.report is not None:
+            details["cuda_devices"] = [g.__dict__ for g in self.report.gpus]
+        if self.engines is not None:
+            details["engines"] = self.engines.describe()
+        return self.state is ServiceState.READY, details
+
+    # ---------------------------------------------------------------- life
+
+    async def load(self) -> None:
+        """Probe hardware and load engines in a worker thread, then warm up."""
+        self.state = ServiceState.LOADING
+        began = time.perf_counter()
+        if self.report is None:
+            self.report = await asyncio.to_thread(probe)
+        self.engines = await asyncio.to_thread(load_engines, self.config, self.report)
+        await self._warm_up(self.engines)
+        self.state = ServiceState.READY
+        _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
+
+    async def _warm_up(self, engines: Engines) -> None:
+        """One tiny call per engine so the first real request is not the slow one."""
+        import numpy as np
+
+        for model in engines.asr.values():
+            from .asr.base import TranscribeOptions
+
+            silence = np.zeros(16000, dtype=np.float32)
+            await engines.asr_pool.run(model.transcribe, silence, TranscribeOptions())
+        if engines.tts is not None:
+            from .tts.base import SynthesisOptions
+
+            async for _ in engines.tts.stream("Ready.", SynthesisOptions()):
+                pass
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; returns the process exit code."""
+        import uvicorn
+
+        from protocols.http.app import create_app
+
+        app = create_app(self)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=self.config.http.host,
+                port=self.config.http.port,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                ws="websockets-sansio",
+            )
+        )
+        loader = asyncio.create_task(self._load_or_fail(server))
+        _LOGGER.info(
+            "Hearth %s listening on http://%s:%d", __version__, self.config.http.host,
+            self.config.http.port,
+        )
+        try:
+            await server.serve()
+        finally:
+            self.state = ServiceState.STOPPING
+            loader.cancel()
+            try:
+                await loader
+            except asyncio.CancelledError:
+                pass
+            await self.close()
+        return 1 if self.error else 0
+
+    async def _load_or_fail(self, server: Any) -> None:
+        try:
+            await self.load()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported, then the daemon exits
+            self.state = ServiceState.FAILED
+            self.error = str(exc)
+            _LOGGER.error("Engines failed to load: %s", exc)
+            server.should_exit = True
+
+    async def close(self) -> None:
+        """Release engines; safe to call more than once."""
+        engines, self.engines = self.engines, None
+        if engines is not None:
+            if engines.llm is not None:
+                await engines.llm.close()
+            engines.close()
+
+
+def _library_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("faster-whisper", "ctranslate2", "piper-tts", "llama-cpp-python", "onnxruntime"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "missing"
+    return out

@@ -1,0 +1,351 @@
+"""The streaming speech session: the heart of Hearth.
+
+Audio arrives in arbitrary chunks at any rate, width and channel count; it is
+converted to 16 kHz mono, classified frame by frame by the VAD, and endpointed by a
+pure state machine. While the person speaks, partial transcripts are decoded now and
+then. When the VAD sees the end of speech, the trimmed utterance is decoded
+*speculatively*, so that when the client says the audio is over the result is
+usually ready; if speech resumes, that work is discarded. Audio without speech
+gives an empty transcript without running Whisper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .asr.base import AsrModel, TranscribeOptions, Transcript
+from .audio import RATE, AudioFormat, PcmConverter, pcm_to_float
+from .endpoint import EndpointConfig, Endpointer, EndpointEvent, EndpointState
+from .errors import AudioTooLong, HearthError, InvalidAudio
+from .events import FinalTranscript, PartialTranscript, SessionEvent, VoiceStarted, VoiceStopped
+from .vad.base import Vad
+from .workers import WorkerPool
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """Daemon-wide session behaviour (from config)."""
+
+    endpoint: EndpointConfig = EndpointConfig()
+    padding_s: float = 0.24
+    """Audio kept before speech onset and after speech end when trimming."""
+    partial_interval_s: float = 0.6
+    """New audio between two partial decodes."""
+    max_audio_s: float = 60.0
+    max_sample_rate: int = 192000
+    max_channels: int = 8
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """Per-request choices."""
+
+    transcribe: TranscribeOptions = TranscribeOptions()
+    partials: bool = True
+    speculative: bool = True
+    hands_free: bool = False
+    """Many utterances in one stream: idle audio is dropped as it ages."""
+
+
+@dataclass
+class _Decode:
+    start: int
+    end: int
+    task: asyncio.Task[Transcript]
+
+
+class SpeechSession:
+    """One utterance (or, with :meth:`next_utterance`, a hands-free stream)."""
+
+    def __init__(
+        self,
+        asr: AsrModel,
+        asr_pool: WorkerPool,
+        vad: Vad,
+        vad_pool: WorkerPool,
+        settings: SessionSettings | None = None,
+        options: SessionOptions | None = None,
+    ) -> None:
+        self.asr = asr
+        self.settings = settings or SessionSettings()
+        self.options = options or SessionOptions()
+        self._asr_pool = asr_pool
+        self._vad_pool = vad_pool
+        self._vad = vad.stream()
+        self._frame = self._vad.frame_samples
+        self.endpointer = Endpointer(self.settings.endpoint)
+        self._fmt: AudioFormat | None = None
+        self._converter: PcmConverter | None = None
+        self._buf = bytearray()
+        self._vad_pos = 0
+        self._offset = 0
+        """Samples dropped from the buffer's front (hands-free streams)."""
+        self._lock = asyncio.Lock()
+        self._queue: asyncio.Queue[SessionEvent] = asyncio.Queue()
+        self._spec: _Decode | None = None
+        self._partial: asyncio.Task[None] | None = None
+        self._last_partial_at = 0
+        self._last_partial_text = ""
+        self._tasks: set[asyncio.Task[object]] = set()
+        self._finished = False
+        self.asr_calls = 0
+        """Whisper decodes started (partials included): tests and metrics read it."""
+
+    # ------------------------------------------------------------------ input
+
+    def start(self, fmt: AudioFormat) -> None:
+        """Declare the input format; validates it (InvalidAudio when absurd)."""
+        fmt.validate(self.settings.max_sample_rate, self.settings.max_channels)
+        if self._fmt is not None and fmt != self._fmt and self._converter is not None:
+            self._append(self._converter.flush())
+        self._fmt = fmt
+        self._converter = PcmConverter(fmt)
+
+    @property
+    def samples(self) -> int:
+        """Internal samples received so far (whole stream)."""
+        return self._offset + len(self._buf) // 2
+
+    async def feed(self, data: bytes) -> None:
+        """Add a chunk of PCM in the declared format (any size)."""
+        if self._converter is None:
+            raise InvalidAudio("audio arrived before its format (rate, width, channels)")
+        if self._finished:
+            raise InvalidAudio("audio arrived after the end of the utterance")
+        async with self._lock:
+            events = await self._vad_pool.run(self._ingest, data, False)
+            self._handle(events)
+
+    def _append(self, samples: np.ndarray) -> None:
+        limit = int(self.settings.max_audio_s * RATE)
+        if len(self._buf) // 2 + samples.size > limit:
+            raise AudioTooLong(
+                f"audio is longer than the {self.settings.max_audio_s:g} s limit"
+            )
+        self._buf += samples.astype("<i2").tobytes()
+
+    def _drop(self, count: int) -> None:
+        """Forget the oldest ``count`` buffered samples (already classified)."""
+        count = min(count, self._vad_pos)
+        if count > 0:
+            del self._buf[: count * 2]
+            self._offset += count
+            self._vad_pos -= count
+
+    def _ingest(self, data: bytes, last: bool) -> list[EndpointEvent]:
+        """Convert and classify (runs in a worker thread, serialized per session)."""
+        assert self._converter is not None
+        samples = self._converter.convert(data)
+        if last:
+            samples = np.concatenate([samples, self._converter.flush()])
+        self._append(samples)
+        events: list[EndpointEvent] = []
+        n = self._frame
+        frame_s = n / RATE
+        total = len(self._buf) // 2
+        while self._vad_pos + n <= total:
+            # A copy, so no view keeps the buffer from being resized.
+            frame = np.frombuffer(self._buf[self._vad_pos * 2 : (self._vad_pos + n) * 2], "<i2")
+            events.extend(self.endpointer.process(frame_s, self._vad.is_speech(frame)))
+            self._vad_pos += n
+        if self.options.hands_free and self.endpointer.state is EndpointState.WAITING:
+            # Keep only what the next utterance's leading padding could need.
+            keep = int(self.settings.padding_s * RATE) + int(
+                self.settings.endpoint.speech_start_s * RATE
+            ) + n
+            self._drop(len(self._buf) // 2 - keep)
+        return events
+
+    # ------------------------------------------------------------------ decisions
+
+    def _handle(self, events: Iterable[EndpointEvent]) -> None:
+        for event in events:
+            if event.kind == "started":
+                self._emit(VoiceStarted(int(event.at_s * 1000)))
+            elif event.kind == "resumed":
+                self._discard_speculation()
+            elif event.kind == "ended":
+                self._emit(VoiceStopped(int(event.at_s * 1000)))
+        self._maybe_speculate()
+        self._maybe_partial()
+
+    def _speech_range(self) -> tuple[int, int] | None:
+        """Trimmed utterance [start, end) in stream samples, or None without speech."""
+        ep = self.endpointer
+        if ep.speech_start_s is None or ep.speech_end_s is None:
+            return None
+        pad = int(self.settings.padding_s * RATE)
+        start = max(self._offset, int(ep.speech_start_s * RATE) - pad)
+        end = min(self.samples, int(ep.speech_end_s * RATE) + pad)
+        return (start, end) if end > start else None
+
+    def _slice(self, start: int, end: int) -> np.ndarray:
+        """A float32 copy of stream samples [start, end)."""
+        a, b = (start - self._offset) * 2, (end - self._offset) * 2
+        return pcm_to_float(np.frombuffer(bytes(self._buf[a:b]), dtype="<i2"))
+
+    def _decode(self, start: int, end: int, options: TranscribeOptions) -> asyncio.Task[Transcript]:
+        audio = self._slice(start, end)
+        self.asr_calls += 1
+        task = asyncio.ensure_future(self._asr_pool.run(self.asr.transcribe, audio, options))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _maybe_speculate(self) -> None:
+        if not self.options.speculative:
+            return
+        if self.endpointer.state not in (EndpointState.PAUSED, EndpointState.ENDED):
+            return
+        rng = self._speech_range()
+        ep = self.endpointer
+        if rng is None or ep.speech_end_s is None:
+            return
+        # Wait until the trailing padding has arrived so the range is final.
+        pad_end = int(ep.speech_end_s * RATE) + int(self.settings.padding_s * RATE)
+        if self.samples < pad_end:
+            return
+        if self._spec is not None and (self._spec.start, self._spec.end) == rng:
+            return
+        self._discard_speculation()
+        _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
+        self._spec = _Decode(rng[0], rng[1], self._decode(*rng, self.options.transcribe))
+
+    def _discard_speculation(self) -> None:
+        if self._spec is not None:
+            # The worker thread cannot be interrupted; its result is ignored.
+            self._spec.task.add_done_callback(_consume_result)
+            self._spec = None
+
+    def _maybe_partial(self) -> None:
+        if not self.options.partials or self.endpointer.state is not EndpointState.SPEECH:
+            return
+        if self._partial is not None and not self._partial.done():
+            return
+        interval = int(self.settings.partial_interval_s * RATE)
+        if self.samples - self._last_partial_at < interval or not self._asr_pool.idle:
+            return
+        rng = self._speech_range()
+        if rng is None:
+            return
+        self._last_partial_at = self.samples
+        start, end = rng[0], self.samples
+        opts = TranscribeOptions(
+            beam_size=1,
+            language=self.options.transcribe.language,
+            task=self.options.transcribe.task,
+            initial_prompt=self.options.transcribe.initial_prompt,
+        )
+        self._partial = asyncio.ensure_future(self._run_partial(start, end, opts))
+
+    async def _run_partial(self, start: int, end: int, opts: TranscribeOptions) -> None:
+        try:
+            result = await self._decode(start, end, opts)
+        except HearthError as exc:
+            _LOGGER.debug("Partial decode skipped: %s", exc)
+            return
+        if result.text and result.text != self._last_partial_text and not self._finished:
+            self._last_partial_text = result.text
+            self._emit(PartialTranscript(result.text, int((end - start) * 1000 / RATE)))
+
+    # ------------------------------------------------------------------ output
+
+    def _emit(self, event: SessionEvent) -> None:
+        self._queue.put_nowait(event)
+
+    def pending_events(self) -> list[SessionEvent]:
+        """Events produced so far and not yet taken (non-blocking)."""
+        out = []
+        while not self._queue.empty():
+            out.append(self._queue.get_nowait())
+        return out
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        """Every event in order, ending with the FinalTranscript."""
+        while True:
+            event = await self._queue.get()
+            yield event
+            if isinstance(event, FinalTranscript):
+                return
+
+    async def finish(self) -> FinalTranscript:
+        """The audio is over: return the final transcript (also queued as an event)."""
+        if self._finished:
+            raise InvalidAudio("the utterance is already finished")
+        began = time.perf_counter()
+        async with self._lock:
+            if self._converter is not None:
+                events = await self._vad_pool.run(self._ingest, b"", True)
+                self._handle(events)
+            self._finished = True
+            final = await self._final(began)
+        self._emit(final)
+        return final
+
+    async def _final(self, began: float) -> FinalTranscript:
+        audio_ms = int(self.samples * 1000 / RATE)
+        rng = self._speech_range()
+        if rng is None:
+            self._discard_speculation()
+            return FinalTranscript("", self._language(), audio_ms, 0, 0.0)
+        speculative = self._spec is not None and (self._spec.start, self._spec.end) == rng
+        if speculative:
+            assert self._spec is not None
+            task = self._spec.task
+        else:
+            self._discard_speculation()
+            task = self._decode(*rng, self.options.transcribe)
+        result = await task
+        self._spec = None
+        return FinalTranscript(
+            text=result.text,
+            language=result.language,
+            audio_ms=audio_ms,
+            speech_ms=int((rng[1] - rng[0]) * 1000 / RATE),
+            decode_ms=(time.perf_counter() - began) * 1000.0,
+            speculative=speculative,
+        )
+
+    def _language(self) -> str:
+        lang = self.options.transcribe.language
+        return lang if lang and lang != "auto" else getattr(self.asr, "default_language", "") or "en"
+
+    async def next_utterance(self) -> FinalTranscript | None:
+        """Hands-free: if the endpointer saw an utterance end, decode it and reset.
+
+        Returns the transcript, or None when no utterance has ended yet. Audio
+        before the next utterance is dropped so memory stays bounded for days.
+        """
+        async with self._lock:
+            if self.endpointer.state is not EndpointState.ENDED:
+                return None
+            final = await self._final(time.perf_counter())
+            keep_from = self.samples - int(self.settings.padding_s * RATE)
+            drop = max(0, keep_from - self._offset)
+            self._drop(drop)
+            self.endpointer.reset()
+            self._last_partial_text = ""
+        self._emit(final)
+        return final
+
+    async def close(self) -> None:
+        """Cancel pending decodes; safe to call more than once."""
+        self._finished = True
+        for task in list(self._tasks):
+            task.cancel()
+        if self._partial is not None:
+            self._partial.cancel()
+        self._spec = None
+
+
+def _consume_result(task: asyncio.Future[object]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,1 @@
+"""Text-to-speech engines and the service that streams and caches them."""

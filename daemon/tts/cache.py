@@ -1,0 +1,97 @@
+"""A disk cache of synthesized audio with a size cap and LRU eviction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+_LOGGER = logging.getLogger(__name__)
+SUFFIX = ".audio"
+
+
+def cache_key(**parts: Any) -> str:
+    """A stable key from voice, settings, format and text."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class TtsCache:
+    """Files named by key; recency is kept in memory and in file mtimes."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, int] = OrderedDict()
+        self._total = 0
+        directory.mkdir(parents=True, exist_ok=True)
+        files = sorted(directory.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime)
+        for path in files:
+            size = path.stat().st_size
+            self._entries[path.stem] = size
+            self._total += size
+        self._evict()
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes stored now."""
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}{SUFFIX}"
+
+    def get(self, key: str) -> bytes | None:
+        """The cached bytes, refreshing recency; None on a miss."""
+        with self._lock:
+            if key not in self._entries:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+        try:
+            data = self._path(key).read_bytes()
+            os.utime(self._path(key))
+        except OSError:
+            with self._lock:
+                self._total -= self._entries.pop(key, 0)
+                self.misses += 1
+            return None
+        with self._lock:
+            self.hits += 1
+        return data
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store atomically (temporary file + rename), then evict to the cap."""
+        if len(data) > self.max_bytes:
+            return
+        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, self._path(key))
+        except OSError as exc:
+            _LOGGER.warning("TTS cache write failed: %s", exc)
+            Path(tmp).unlink(missing_ok=True)
+            return
+        with self._lock:
+            self._total -= self._entries.pop(key, 0)
+            self._entries[key] = len(data)
+            self._total += len(data)
+            self._evict()
+
+    def _evict(self) -> None:
+        while self._total > self.max_bytes and self._entries:
+            key, size = self._entries.popitem(last=False)
+            self._total -= size
+            self._path(key).unlink(missing_ok=True)

@@ -1,0 +1,73 @@
+"""Piper (piper-tts) synthesis with a bounded set of loaded voices."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import UnknownVoice
+from ..voices import VoiceInfo
+from .base import SynthesisOptions, TtsEngine
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class PiperTts(TtsEngine):
+    """Keeps the ``max_loaded`` most recently used voices in memory."""
+
+    def __init__(self, use_cuda: bool = False, max_loaded: int = 4) -> None:
+        self.use_cuda = use_cuda
+        self.device = "cuda" if use_cuda else "cpu"
+        self.max_loaded = max_loaded
+        self._voices: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _load(self, voice: VoiceInfo) -> Any:
+        from piper import PiperVoice
+
+        key = (voice.name, str(voice.model_path))
+        with self._lock:
+            if key in self._voices:
+                self._voices.move_to_end(key)
+                return self._voices[key]
+        _LOGGER.info("Loading voice %s (%s)", voice.name, self.device)
+        loaded = PiperVoice.load(voice.model_path, voice.config_path, use_cuda=self.use_cuda)
+        with self._lock:
+            self._voices[key] = loaded
+            while len(self._voices) > self.max_loaded:
+                self._voices.popitem(last=False)
+        return loaded
+
+    def preload(self, voice: VoiceInfo) -> None:
+        self._load(voice)
+
+    def synthesize(
+        self, voice: VoiceInfo, sentence: str, options: SynthesisOptions
+    ) -> Iterator[bytes]:
+        from piper import SynthesisConfig
+
+        piper_voice = self._load(voice)
+        speaker_id = None
+        if options.speaker:
+            speaker_map = piper_voice.config.speaker_id_map or {}
+            if options.speaker in speaker_map:
+                speaker_id = speaker_map[options.speaker]
+            elif options.speaker.isdigit() and int(options.speaker) < piper_voice.config.num_speakers:
+                speaker_id = int(options.speaker)
+            elif piper_voice.config.num_speakers > 1 or speaker_map:
+                known = ", ".join(speaker_map) or "none"
+                raise UnknownVoice(
+                    f"voice '{voice.name}' has no speaker '{options.speaker}' (speakers: {known})"
+                )
+        syn = SynthesisConfig(
+            speaker_id=speaker_id,
+            length_scale=(piper_voice.config.length_scale / options.speed),
+            noise_scale=options.noise_scale,
+            noise_w_scale=options.noise_w_scale,
+            volume=options.volume,
+        )
+        for chunk in piper_voice.synthesize(sentence, syn_config=syn):
+            yield chunk.audio_int16_bytes

@@ -1,0 +1,104 @@
+"""Streaming, cached speech synthesis over the voice store, used by every protocol."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict
+
+from ..audio import encode, resample_pcm
+from ..errors import InvalidText, TextTooLong
+from ..text import split_sentences
+from ..voices import VoiceInfo, VoiceStore
+from ..workers import WorkerPool
+from .base import SentenceAudio, SynthesisOptions, TtsEngine
+from .cache import TtsCache, cache_key
+
+
+class TtsService:
+    """Validates requests, runs the engine in its worker pool, caches results."""
+
+    def __init__(
+        self,
+        engine: TtsEngine,
+        store: VoiceStore,
+        pool: WorkerPool,
+        cache: TtsCache | None,
+        default_voice: str,
+        sentence_silence_s: float,
+        max_text_chars: int,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.pool = pool
+        self.cache = cache
+        self.default_voice = default_voice
+        self.sentence_silence_s = sentence_silence_s
+        self.max_text_chars = max_text_chars
+
+    def prepare(self, text: str, options: SynthesisOptions) -> tuple[VoiceInfo, list[str]]:
+        """Check text and voice; return the voice and the sentences to speak."""
+        if len(text) > self.max_text_chars:
+            raise TextTooLong(
+                f"text is {len(text)} characters; the limit is {self.max_text_chars}"
+            )
+        sentences = split_sentences(text)
+        if not sentences:
+            raise InvalidText("text to speak is empty")
+        return self.check_voice(options), sentences
+
+    def check_voice(self, options: SynthesisOptions) -> VoiceInfo:
+        """The voice these options name; UnknownVoice otherwise."""
+        return self.store.get(options.voice or self.default_voice)
+
+    def output_rate(self, voice: VoiceInfo, options: SynthesisOptions) -> int:
+        """The sample rate audio will have (Hz)."""
+        return options.sample_rate or voice.sample_rate
+
+    async def stream(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
+        """Yield audio sentence by sentence as each is synthesized."""
+        voice, sentences = self.prepare(text, options)
+        silence_s = (
+            self.sentence_silence_s
+            if options.sentence_silence_s is None
+            else options.sentence_silence_s
+        )
+        rate = self.output_rate(voice, options)
+        gap = b"\x00\x00" * int(rate * silence_s)
+
+        def work() -> Iterator[SentenceAudio]:
+            for index, sentence in enumerate(sentences):
+                pcm = b"".join(self.engine.synthesize(voice, sentence, options))
+                pcm = resample_pcm(pcm, voice.sample_rate, rate)
+                if index < len(sentences) - 1:
+                    pcm += gap
+                yield SentenceAudio(pcm, rate, sentence)
+
+        async for block in self.pool.stream(work):
+            yield block
+
+    def key(self, text: str, options: SynthesisOptions, fmt: str) -> str:
+        """Cache key for text spoken with these options in this format."""
+        voice = options.voice or self.default_voice
+        opts = asdict(options) | {"voice": voice}
+        if opts["sentence_silence_s"] is None:
+            opts["sentence_silence_s"] = self.sentence_silence_s
+        return cache_key(text=text, options=opts, fmt=fmt)
+
+    async def synthesize(
+        self, text: str, options: SynthesisOptions, fmt: str = "wav", use_cache: bool = True
+    ) -> bytes:
+        """The whole utterance encoded as ``fmt`` (wav, flac, pcm), from cache if there."""
+        voice, _ = self.prepare(text, options)
+        key = self.key(text, options, fmt)
+        if use_cache and self.cache is not None:
+            hit = await asyncio.to_thread(self.cache.get, key)
+            if hit is not None:
+                return hit
+        parts = [block.pcm async for block in self.stream(text, options)]
+        data = await asyncio.to_thread(
+            encode, b"".join(parts), self.output_rate(voice, options), fmt
+        )
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.put, key, data)
+        return data

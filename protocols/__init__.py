@@ -1,0 +1,1 @@
+"""Thin protocol adapters: bytes in, calls into daemon/, bytes out."""

@@ -1,0 +1,64 @@
+"""Fixtures: real engines are loaded once per test session."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from daemon.audio import RATE
+from daemon.config import Config, parse_config
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="session")
+def config(state_dir: Path) -> Config:
+    return parse_config(f"state_dir: {state_dir}\n", "test-config.yaml")
+
+
+@pytest.fixture(scope="session")
+def engines(config: Config):
+    from daemon.engines import load_engines
+    from daemon.hardware import probe
+
+    logging.getLogger("daemon").setLevel(logging.INFO)
+    loaded = load_engines(config, probe())
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(scope="session")
+def speak(engines):
+    """speak(text) -> int16 samples at 16 kHz, spoken by the bundled Piper voice."""
+    from daemon.tts.base import SynthesisOptions
+
+    cache: dict[str, np.ndarray] = {}
+
+    def _speak(text: str) -> np.ndarray:
+        if text not in cache:
+
+            async def run() -> bytes:
+                opts = SynthesisOptions(sample_rate=RATE)
+                return b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
+
+            # A worker thread of its own: callers may be inside a running loop.
+            with ThreadPoolExecutor(1) as pool:
+                pcm = pool.submit(asyncio.run, run()).result()
+            cache[text] = np.frombuffer(pcm, dtype=np.int16).copy()
+        return cache[text]
+
+    return _speak
+
+
+@pytest.fixture(scope="session")
+def kitchen(speak) -> np.ndarray:
+    return speak("Turn on the kitchen lights.")
+

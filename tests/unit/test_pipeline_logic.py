@@ -1,0 +1,133 @@
+"""The pipeline with a fake LLM and a fake synthesizer: ordering, history, errors."""
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from daemon.errors import InvalidText, PromptTooLong, TextTooLong
+from daemon.events import (
+    ReplyChunk,
+    ReplyDone,
+    ReplyStarted,
+    RunEnded,
+    RunError,
+    SpeechAudio,
+    SpeechAudioStart,
+    SpeechAudioStop,
+)
+from daemon.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.pipeline import ChatService, ChatSettings, ConversationStore, SpeechPipeline
+from daemon.tts.base import SynthesisOptions, TtsEngine
+from daemon.tts.service import TtsService
+from daemon.voices import VoiceInfo, VoiceStore
+from daemon.workers import WorkerPool
+
+
+class FakeLlm(LlmEngine):
+    name = "fake"
+    device = "cpu"
+
+    def __init__(self, pieces: list[str], delay: float = 0.05, context_tokens: int = 0):
+        self.pieces = pieces
+        self.delay = delay
+        self.context_tokens = context_tokens
+        self.prompts: list[list[ChatMessage]] = []
+
+    async def stream_chat(self, messages, sampling) -> AsyncIterator[str]:
+        self.prompts.append(messages)
+        for piece in self.pieces:
+            await asyncio.sleep(self.delay)
+            yield piece
+
+
+class FakeTts(TtsEngine):
+    device = "cpu"
+
+    def __init__(self):
+        self.spoken: list[str] = []
+
+    def preload(self, voice: VoiceInfo) -> None:
+        pass
+
+    def synthesize(self, voice, sentence, options) -> Iterator[bytes]:
+        self.spoken.append(sentence)
+        yield b"\x01\x00" * 100
+
+
+def build(llm: LlmEngine, tmp_path, max_turns: int = 4):
+    tts = TtsService(
+        FakeTts(), VoiceStore(tmp_path), WorkerPool("tts", 1, 8), None, "en_US-joe-medium", 0.0, 200
+    )
+    chat = ChatService(llm, ConversationStore(max_turns, 60, 10), ChatSettings("Be brief."))
+    return SpeechPipeline(chat, tts), chat
+
+
+async def test_speech_starts_before_the_reply_is_complete(tmp_path):
+    llm = FakeLlm(["The lights", " are on now.", " Anything", " else you need?"])
+    pipeline, _ = build(llm, tmp_path)
+    events = [e async for e in pipeline.run(text="lights on", conversation_id="c1")]
+    kinds = [type(e) for e in events]
+    assert kinds[0] is ReplyStarted and kinds[-1] is RunEnded
+    first_audio = kinds.index(SpeechAudio)
+    last_chunk = len(kinds) - 1 - kinds[::-1].index(ReplyChunk)
+    assert first_audio < last_chunk, "TTS must start on the first sentence"
+    assert kinds.index(SpeechAudioStart) < first_audio < kinds.index(SpeechAudioStop)
+    spoken = [e.sentence for e in events if isinstance(e, SpeechAudio)]
+    assert spoken == ["The lights are on now.", "Anything else you need?"]
+    done = next(e for e in events if isinstance(e, ReplyDone))
+    assert done.text == "The lights are on now. Anything else you need?"
+
+
+async def test_history_is_kept_per_conversation_and_bounded(tmp_path):
+    llm = FakeLlm(["Ok."], delay=0)
+    _, chat = build(llm, tmp_path, max_turns=2)
+    for i in range(4):
+        _ = [p async for p in chat.chat("a", f"question {i}")]
+    _ = [p async for p in chat.chat("b", "other")]
+    last = llm.prompts[-2]  # conversation a, 4th question
+    assert [m.content for m in last] == ["Be brief.", "question 1", "Ok.", "question 2", "Ok.",
+                                         "question 3"]
+    assert [m.content for m in llm.prompts[-1]] == ["Be brief.", "other"]
+
+
+def test_conversations_expire_and_are_capped():
+    now = [0.0]
+    store = ConversationStore(max_turns=3, ttl_s=10, max_conversations=2, clock=lambda: now[0])
+    store.add("a", "hi", "hello")
+    now[0] = 5
+    store.add("b", "hi", "hello")
+    now[0] = 8
+    store.add("c", "hi", "hello")
+    assert store.history("a") == [] and len(store) == 2
+    now[0] = 16
+    assert store.history("b") == [] and store.history("c") != []
+
+
+async def test_history_is_trimmed_to_fit_the_context(tmp_path):
+    llm = FakeLlm(["x" * 300], delay=0, context_tokens=400)
+    _, chat = build(llm, tmp_path)
+    for _ in range(5):
+        _ = [p async for p in chat.chat("a", "tell me more " * 20)]
+    assert llm.count_tokens(llm.prompts[-1]) <= 400 - Sampling().max_tokens
+
+
+async def test_errors_become_one_run_error_event(tmp_path):
+    class Failing(FakeLlm):
+        async def stream_chat(self, messages, sampling):
+            raise PromptTooLong("prompt is 9999 tokens")
+            yield ""
+
+    pipeline, _ = build(Failing([]), tmp_path)
+    events = [e async for e in pipeline.run(text="hi")]
+    assert events[-2:] == [RunError("prompt-too-long", "prompt is 9999 tokens"), RunEnded()]
+    unknown = [e async for e in pipeline.run(text="hi", tts_options=SynthesisOptions(voice="nope"))]
+    assert isinstance(unknown[0], RunError) and unknown[0].code == "unknown-voice"
+
+
+async def test_prompt_limits(tmp_path):
+    _, chat = build(FakeLlm(["ok"]), tmp_path)
+    with pytest.raises(InvalidText):
+        chat.build_messages("", "   ")
+    with pytest.raises(TextTooLong):
+        chat.build_messages("", "x" * 5000)

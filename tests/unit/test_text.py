@@ -1,0 +1,29 @@
+from daemon.text import SentenceSplitter, split_sentences
+
+
+def test_split_complete_text():
+    assert split_sentences("Hello there, friend. How are you? Fine!") == [
+        "Hello there, friend.",
+        "How are you?",
+        "Fine!",
+    ]
+
+
+def test_abbreviations_stay_whole():
+    assert split_sentences("Dr. Smith lives on Elm St. near the park. It is nice here.") == [
+        "Dr. Smith lives on Elm St. near the park.",
+        "It is nice here.",
+    ]
+
+
+def test_streamed_pieces_emit_sentences_as_soon_as_they_end():
+    splitter = SentenceSplitter()
+    out = []
+    for piece in ["The lights", " are on now", ". The", " heat is set to 20", " degrees. Ok"]:
+        out.append(splitter.feed(piece))
+    assert out == [[], [], ["The lights are on now."], [], ["The heat is set to 20 degrees."]]
+    assert splitter.flush() == ["Ok"]
+
+
+def test_whitespace_only_is_nothing():
+    assert split_sentences("   \n ") == []

