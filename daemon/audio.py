@@ -172,7 +172,9 @@ def decode_file(source: str | bytes, max_seconds: float = 3600.0) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def wav_header(rate: int, channels: int = 1, width: int = 2, data_bytes: int | None = None) -> bytes:
+def wav_header(
+    rate: int, channels: int = 1, width: int = 2, data_bytes: int | None = None
+) -> bytes:
     """A RIFF/WAVE header; ``data_bytes=None`` writes the streaming (unknown) size."""
     size = 0xFFFFFFFF if data_bytes is None else data_bytes
     riff = 0xFFFFFFFF if data_bytes is None else 36 + data_bytes

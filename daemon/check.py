@@ -49,7 +49,10 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         from .voices import VoiceStore
 
         voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
-        models["tts"] = {"path": str(voice.model_path), "size_mb": round(size_mb(voice.model_path), 1)}
+        models["tts"] = {
+            "path": str(voice.model_path),
+            "size_mb": round(size_mb(voice.model_path), 1),
+        }
     except HearthError as exc:
         models["tts"] = {"error": str(exc)}
         problems.append(str(exc))
@@ -84,12 +87,16 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     if hw["cuda_devices"]:
         for g in hw["cuda_devices"]:
             cap = ".".join(map(str, g["capability"]))
-            print(f"CUDA        cuda:{g['index']} {g['name']} cc {cap}, "
-                  f"{g['free_mb']}/{g['total_mb']} MB free")
+            print(
+                f"CUDA        cuda:{g['index']} {g['name']} cc {cap}, "
+                f"{g['free_mb']}/{g['total_mb']} MB free"
+            )
     else:
-        print("CUDA        none (CTranslate2 sees %d devices)" % hw["ctranslate2_cuda_devices"])
-    print(f"onnxruntime CUDA provider: {'yes' if hw['onnxruntime_cuda'] else 'no'}; "
-          f"llama.cpp GPU offload: {'yes' if hw['llama_gpu_offload'] else 'no'}")
+        print(f"CUDA        none (CTranslate2 sees {hw['ctranslate2_cuda_devices']} devices)")
+    print(
+        f"onnxruntime CUDA provider: {'yes' if hw['onnxruntime_cuda'] else 'no'}; "
+        f"llama.cpp GPU offload: {'yes' if hw['llama_gpu_offload'] else 'no'}"
+    )
     for note in hw["notes"]:
         print(f"note        {note}")
     print("\nmodels")
@@ -98,7 +105,9 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
         print(f"  {name:<14} {detail}")
     print("\nplan")
     for p in out["plan"]:
-        print(f"  {p['engine']:<14} {p['device']:<7} {p['compute_type']:<9} {'; '.join(p['reasons'])}")
+        print(
+            f"  {p['engine']:<14} {p['device']:<7} {p['compute_type']:<9} {'; '.join(p['reasons'])}"
+        )
     if "loaded" in out:
         print("\nloaded")
         for e in out["loaded"]:

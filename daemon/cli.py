@@ -42,8 +42,12 @@ def _parser() -> argparse.ArgumentParser:
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                       help="config file (default: $HEARTH_CONFIG)")
+        p.add_argument(
+            "--config",
+            metavar="PATH",
+            default=argparse.SUPPRESS,
+            help="config file (default: $HEARTH_CONFIG)",
+        )
         return p
 
     add("serve", "Run the daemon: HTTP API (and protocol listeners) on the configured ports.")
@@ -121,9 +125,7 @@ async def _transcribe(config: Config, args: argparse.Namespace) -> int:
     status = 0
     for name in args.files:
         try:
-            samples = await asyncio.to_thread(
-                decode_file, name, config.limits.max_file_audio_s
-            )
+            samples = await asyncio.to_thread(decode_file, name, config.limits.max_file_audio_s)
             result = await engines.asr_pool.run(model.transcribe, pcm_to_float(samples), options)
         except HearthError as exc:
             print(f"hearth: {name}: {exc.code}: {exc}", file=sys.stderr)

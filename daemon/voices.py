@@ -43,11 +43,11 @@ class VoiceInfo:
 
 def _piper_facts(config_path: Path) -> tuple[str, int, tuple[str, ...]]:
     data = json.loads(config_path.read_text(encoding="utf-8"))
-    lang = (data.get("language") or {}).get("code") or (data.get("espeak") or {}).get(
-        "voice", ""
-    )
+    lang = (data.get("language") or {}).get("code") or (data.get("espeak") or {}).get("voice", "")
     rate = int((data.get("audio") or {}).get("sample_rate", 22050))
-    speakers = tuple(sorted(data.get("speaker_id_map") or {}, key=lambda s: data["speaker_id_map"][s]))
+    speakers = tuple(
+        sorted(data.get("speaker_id_map") or {}, key=lambda s: data["speaker_id_map"][s])
+    )
     return str(lang), rate, speakers
 
 

@@ -61,4 +61,3 @@ def speak(engines):
 @pytest.fixture(scope="session")
 def kitchen(speak) -> np.ndarray:
     return speak("Turn on the kitchen lights.")
-

@@ -34,14 +34,12 @@ class LlmEngine(ABC):
     """Context window in tokens (0 when unknown, e.g. remote)."""
 
     @abstractmethod
-    def stream_chat(
-        self, messages: list[ChatMessage], sampling: Sampling
-    ) -> AsyncIterator[str]:
+    def stream_chat(self, messages: list[ChatMessage], sampling: Sampling) -> AsyncIterator[str]:
         """Stream the assistant's reply to ``messages``."""
 
     def count_tokens(self, messages: list[ChatMessage]) -> int:
         """Tokens the prompt takes (an estimate where the model is remote)."""
         return sum(len(m.content) // 3 + 8 for m in messages)
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release resources; safe to call more than once."""

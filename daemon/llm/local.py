@@ -46,6 +46,7 @@ class LocalLlm(LlmEngine):
         )
 
     def count_tokens(self, messages: list[ChatMessage]) -> int:
+        """Exact token count with the model's tokenizer, plus template overhead."""
         total = 0
         for message in messages:
             tokens = self._llama.tokenize(message.content.encode("utf-8"), add_bos=False)
@@ -64,6 +65,7 @@ class LocalLlm(LlmEngine):
     async def stream_chat(
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
+        """Stream the reply; the blocking generator runs in the LLM worker."""
         self.check_fits(messages, sampling)
         payload = [asdict(m) for m in messages]
 

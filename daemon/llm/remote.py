@@ -20,7 +20,9 @@ MAX_LINE = 1 << 20
 class RemoteLlm(LlmEngine):
     """Streams ``/chat/completions`` over server-sent events."""
 
-    def __init__(self, base_url: str, model: str, api_key: str = "", timeout_s: float = 60.0):
+    def __init__(
+        self, base_url: str, model: str, api_key: str = "", timeout_s: float = 60.0
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.name = model or "remote"
         self.model = model
@@ -34,6 +36,7 @@ class RemoteLlm(LlmEngine):
     async def stream_chat(
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
+        """Stream the reply from the server's server-sent events."""
         body = {
             "model": self.model,
             "messages": [asdict(m) for m in messages],
@@ -72,4 +75,5 @@ class RemoteLlm(LlmEngine):
             ) from None
 
     async def close(self) -> None:
+        """Close the HTTP client."""
         await self._client.aclose()

@@ -42,11 +42,13 @@ class PiperTts(TtsEngine):
         return loaded
 
     def preload(self, voice: VoiceInfo) -> None:
+        """Load the voice now."""
         self._load(voice)
 
     def synthesize(
         self, voice: VoiceInfo, sentence: str, options: SynthesisOptions
     ) -> Iterator[bytes]:
+        """Yield native-rate PCM for the sentence (Piper may split it further)."""
         from piper import SynthesisConfig
 
         piper_voice = self._load(voice)
@@ -55,7 +57,9 @@ class PiperTts(TtsEngine):
             speaker_map = piper_voice.config.speaker_id_map or {}
             if options.speaker in speaker_map:
                 speaker_id = speaker_map[options.speaker]
-            elif options.speaker.isdigit() and int(options.speaker) < piper_voice.config.num_speakers:
+            elif (
+                options.speaker.isdigit() and int(options.speaker) < piper_voice.config.num_speakers
+            ):
                 speaker_id = int(options.speaker)
             elif piper_voice.config.num_speakers > 1 or speaker_map:
                 known = ", ".join(speaker_map) or "none"

@@ -39,9 +39,7 @@ class TtsService:
     def prepare(self, text: str, options: SynthesisOptions) -> tuple[VoiceInfo, list[str]]:
         """Check text and voice; return the voice and the sentences to speak."""
         if len(text) > self.max_text_chars:
-            raise TextTooLong(
-                f"text is {len(text)} characters; the limit is {self.max_text_chars}"
-            )
+            raise TextTooLong(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
         sentences = split_sentences(text)
         if not sentences:
             raise InvalidText("text to speak is empty")

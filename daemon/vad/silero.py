@@ -65,4 +65,5 @@ class SileroVad(Vad):
         )
 
     def stream(self) -> VadStream:
+        """A stream with its own recurrent state and context."""
         return _SileroStream(self)

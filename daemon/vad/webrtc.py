@@ -29,4 +29,5 @@ class WebRtcVad(Vad):
         self.aggressiveness = aggressiveness
 
     def stream(self) -> VadStream:
+        """A stream with its own detector instance."""
         return _WebRtcStream(self.aggressiveness)

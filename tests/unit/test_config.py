@@ -71,7 +71,9 @@ def test_out_of_range_and_wrong_type():
 def test_unknown_key_and_duplicates():
     msg = error_of("http:\n  host: 127.0.0.1\n  prot: 1\n")
     assert msg.startswith("config.yaml:3 http.prot: unknown key")
-    assert error_of("http:\n  port: 1\n  port: 2\n").startswith("config.yaml:3 http.port: duplicate")
+    assert error_of("http:\n  port: 1\n  port: 2\n").startswith(
+        "config.yaml:3 http.port: duplicate"
+    )
 
 
 def test_cross_checks():

@@ -37,8 +37,9 @@ def test_cpu_only_machine_uses_cpu_and_int8():
 def test_cuda_requested_but_absent_falls_back_with_reason():
     placement = plan([EngineRequest("asr:x", "asr", "cuda")], CPU_ONLY)[0]
     assert placement.label == "cpu"
-    assert "cuda requested but no CUDA device is available; falling back to CPU" in (
-        placement.reasons[0]
+    assert (
+        "cuda requested but no CUDA device is available; falling back to CPU"
+        in (placement.reasons[0])
     )
 
 

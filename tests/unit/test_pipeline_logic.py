@@ -86,8 +86,14 @@ async def test_history_is_kept_per_conversation_and_bounded(tmp_path):
         _ = [p async for p in chat.chat("a", f"question {i}")]
     _ = [p async for p in chat.chat("b", "other")]
     last = llm.prompts[-2]  # conversation a, 4th question
-    assert [m.content for m in last] == ["Be brief.", "question 1", "Ok.", "question 2", "Ok.",
-                                         "question 3"]
+    assert [m.content for m in last] == [
+        "Be brief.",
+        "question 1",
+        "Ok.",
+        "question 2",
+        "Ok.",
+        "question 3",
+    ]
     assert [m.content for m in llm.prompts[-1]] == ["Be brief.", "other"]
 
 

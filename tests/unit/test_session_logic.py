@@ -15,7 +15,9 @@ from tests.helpers import EnergyVad, FakeAsr, chunks, noise, silence, tone
 
 FMT = AudioFormat(RATE, 2, 1)
 SETTINGS = SessionSettings(
-    endpoint=EndpointConfig(0.09, 0.24, 0.6), padding_s=0.24, partial_interval_s=0.5,
+    endpoint=EndpointConfig(0.09, 0.24, 0.6),
+    padding_s=0.24,
+    partial_interval_s=0.5,
     max_audio_s=10,
 )
 
@@ -23,7 +25,11 @@ SETTINGS = SessionSettings(
 def make(options: SessionOptions | None = None, settings: SessionSettings = SETTINGS):
     asr = FakeAsr()
     session = SpeechSession(
-        asr, WorkerPool("asr", 1, 8), EnergyVad(), WorkerPool("vad", 1, 8), settings,
+        asr,
+        WorkerPool("asr", 1, 8),
+        EnergyVad(),
+        WorkerPool("vad", 1, 8),
+        settings,
         options or SessionOptions(),
     )
     session.start(FMT)

@@ -1,0 +1,219 @@
+"""Real models: Piper speaks, Whisper hears, the session endpoints, the LLM streams."""
+
+import asyncio
+import logging
+
+import numpy as np
+import pytest
+
+from daemon.asr.base import TranscribeOptions
+from daemon.audio import RATE, AudioFormat, decode_file, pcm_to_float
+from daemon.config import parse_config
+from daemon.engines import load_engines
+from daemon.errors import (
+    InvalidAudio,
+    ModelUnavailable,
+    PromptTooLong,
+    TextTooLong,
+    UnknownModel,
+    UnknownVoice,
+)
+from daemon.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
+from daemon.hardware import HardwareReport
+from daemon.llm.base import ChatMessage, Sampling
+from daemon.session import SessionOptions
+from daemon.tts.base import SynthesisOptions
+from tests.helpers import noise, silence, words
+
+pytestmark = pytest.mark.e2e
+PHRASE = "turn on the kitchen lights"
+
+
+async def run_session(
+    engines,
+    audio: np.ndarray,
+    fmt=AudioFormat(RATE, 2, 1),
+    realtime=False,
+    options: SessionOptions | None = None,
+):
+    session = engines.new_session(options=options)
+    session.start(fmt)
+    events = []
+
+    async def collect():
+        async for event in session.events():
+            events.append(event)
+
+    collector = asyncio.ensure_future(collect())
+    step = int(fmt.rate * fmt.width * fmt.channels * 0.02)  # 20 ms chunks
+    data = audio.tobytes()
+    for i in range(0, len(data), step):
+        await session.feed(data[i : i + step])
+        if realtime:
+            await asyncio.sleep(0.02)
+    final = await session.finish()
+    await asyncio.wait_for(collector, 30)
+    await session.close()
+    return final, events, session
+
+
+async def test_piper_says_it_and_whisper_hears_it(engines, kitchen):
+    final, events, session = await run_session(
+        engines, np.concatenate([silence(0.5), kitchen, silence(1.0)])
+    )
+    assert words(final.text) == words(PHRASE)
+    assert final.language == "en"
+    kinds = [type(e) for e in events]
+    assert kinds[0] is VoiceStarted and VoiceStopped in kinds and kinds[-1] is FinalTranscript
+    # Leading and trailing silence were trimmed before decoding.
+    assert final.speech_ms < final.audio_ms - 800
+
+
+@pytest.mark.parametrize("kind", ["silence", "noise"])
+async def test_no_speech_gives_empty_text_without_whisper(engines, kind):
+    audio = silence(3.0) if kind == "silence" else noise(3.0, level=0.03)
+    final, _, session = await run_session(engines, audio)
+    assert final.text == ""
+    assert session.asr_calls == 0
+
+
+async def test_speculative_result_equals_one_shot_decode(engines, kitchen):
+    audio = np.concatenate([silence(0.4), kitchen, silence(0.9)])
+    final, _, session = await run_session(
+        engines, audio, realtime=True, options=SessionOptions(partials=False)
+    )
+    assert final.speculative and session.asr_calls == 1
+    model = engines.asr_model(None)
+    one_shot = model.transcribe(pcm_to_float(audio), TranscribeOptions())
+    assert words(final.text) == words(one_shot.text) == words(PHRASE)
+
+
+async def test_partials_arrive_before_the_final(engines, speak):
+    audio = speak("Please set a timer for ten minutes and then play some quiet music in the hall.")
+    final, events, _ = await run_session(
+        engines, np.concatenate([audio, silence(0.8)]), realtime=True
+    )
+    kinds = [type(e) for e in events]
+    assert PartialTranscript in kinds
+    assert kinds.index(PartialTranscript) < kinds.index(FinalTranscript)
+    partial = next(e for e in events if isinstance(e, PartialTranscript))
+    assert set(words(partial.text)) & {"set", "timer", "please"}
+    assert "timer" in words(final.text)
+
+
+async def test_any_rate_width_and_channels(engines, kitchen):
+    import soxr
+
+    stereo48 = soxr.resample(pcm_to_float(kitchen), RATE, 48000)
+    pcm32 = (np.repeat(stereo48, 2) * 2147483647 * 0.9).astype("<i4")
+    audio = np.concatenate([np.zeros(48000, "<i4"), pcm32, np.zeros(96000, "<i4")])
+    final, _, _ = await run_session(engines, audio, fmt=AudioFormat(48000, 4, 2))
+    assert words(final.text) == words(PHRASE)
+
+
+async def test_cached_tts_returns_identical_bytes(engines):
+    text = "The front door is locked."
+    options = SynthesisOptions(sample_rate=16000)
+    first = await engines.tts.synthesize(text, options, "wav")
+    hits = engines.tts.cache.hits
+    second = await engines.tts.synthesize(text, options, "wav")
+    assert first == second and engines.tts.cache.hits == hits + 1
+    heard = engines.asr_model(None).transcribe(
+        pcm_to_float(decode_file(first)), TranscribeOptions()
+    )
+    assert words(heard.text) == words(text)
+
+
+async def test_tts_streams_sentence_by_sentence_with_options(engines):
+    text = "First sentence here. Second sentence there. Third one."
+    blocks = [b async for b in engines.tts.stream(text, SynthesisOptions(sample_rate=22050))]
+    assert [b.sentence for b in blocks] == [
+        "First sentence here.",
+        "Second sentence there.",
+        "Third one.",
+    ]
+    assert all(b.rate == 22050 for b in blocks)
+    normal = b"".join([b.pcm async for b in engines.tts.stream("Hello there.", SynthesisOptions())])
+    fast = b"".join(
+        [b.pcm async for b in engines.tts.stream("Hello there.", SynthesisOptions(speed=2.0))]
+    )
+    assert len(fast) < 0.7 * len(normal)
+    flac = await engines.tts.synthesize("Hello there.", SynthesisOptions(), "flac")
+    assert flac[:4] == b"fLaC"
+
+
+async def test_llm_streams_several_pieces(engines):
+    pieces = [
+        p
+        async for p in engines.llm.stream_chat(
+            [ChatMessage("user", "Name three colors.")], Sampling(max_tokens=32)
+        )
+    ]
+    assert len(pieces) > 3 and "".join(pieces).strip()
+
+
+async def test_pipeline_speaks_the_llm_reply(engines):
+    events = [e async for e in engines.pipeline.run(text="Say hello.", conversation_id="t1")]
+    audio = b"".join(e.pcm for e in events if hasattr(e, "pcm"))
+    assert len(audio) > 16000
+    assert len(engines.chat.conversations.history("t1")) == 2
+
+
+async def test_bad_input_raises_typed_errors(engines):
+    with pytest.raises(TextTooLong):
+        await engines.tts.synthesize("x" * 100_000, SynthesisOptions())
+    with pytest.raises(UnknownVoice, match="en_US-joe-medium"):
+        await engines.tts.synthesize("hi", SynthesisOptions(voice="nobody"))
+    with pytest.raises(UnknownModel, match="tiny.en"):
+        engines.new_session(model="huge")
+    with pytest.raises(PromptTooLong, match="context"):
+        _ = [
+            p
+            async for p in engines.llm.stream_chat(
+                [ChatMessage("user", "word " * 5000)], Sampling()
+            )
+        ]
+    with pytest.raises(InvalidAudio):
+        decode_file(b"RIFF\x00\x00\x00\x00WAVEjunkjunk")
+    session = engines.new_session()
+    with pytest.raises(InvalidAudio):
+        session.start(AudioFormat(16000, 2, 1000))
+
+
+def test_cuda_requested_but_absent_falls_back_to_cpu(state_dir, caplog):
+    config = parse_config(
+        f"state_dir: {state_dir}\nasr:\n  models:\n    tiny.en:\n      device: cuda\n"
+        "tts:\n  device: cuda:0\n",
+        "cuda.yaml",
+    )
+    with caplog.at_level(logging.WARNING, logger="daemon"):
+        loaded = load_engines(config, HardwareReport(cpu_count=2), llm=False)
+    assert loaded.asr_model(None).device == "cpu"
+    status = {s.name: s for s in loaded.status}
+    assert status["asr:tiny.en"].device == "cpu" and status["tts"].device == "cpu"
+    assert "cuda requested but no CUDA device is available; falling back to CPU" in caplog.text
+    loaded.close()
+
+
+def test_cuda_load_failure_retries_on_cpu(state_dir, caplog):
+    """A card the plan believes in, but CTranslate2 cannot use: load fails, CPU takes over."""
+    from daemon.hardware import GpuInfo
+
+    fake_gpu = HardwareReport(gpus=(GpuInfo(0, "phantom", (8, 0), 8000, 8000),), ctranslate2_cuda=1)
+    config = parse_config(f"state_dir: {state_dir}\n", "c.yaml")
+    with caplog.at_level(logging.WARNING, logger="daemon"):
+        loaded = load_engines(config, fake_gpu, tts=False, llm=False)
+    assert loaded.asr_model(None).device == "cpu"
+    assert "failed to load on cuda:0" in caplog.text
+    loaded.close()
+
+
+def test_unknown_model_offline_fails_clearly(state_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = parse_config(
+        f"state_dir: {state_dir}\nasr:\n  default_model: big\n  models:\n"
+        "    big:\n      path: small.en\n",
+        "c.yaml",
+    )
+    with pytest.raises(ModelUnavailable, match="ASR model 'small.en' is not on disk"):
+        load_engines(config, HardwareReport(), tts=False, llm=False)
