@@ -4,44 +4,24 @@ The numbers printed here are the ones bench/RESULTS.md records; the assertions
 check each VAD is usable and that the configured default is the better one on noise.
 """
 
-import numpy as np
 import pytest
 
-from daemon.audio import RATE
 from daemon.config import Config
 from daemon.vad import create_vad
-from daemon.vad.evaluate import score, speech_labels
-from tests.helpers import noise, silence
+from daemon.vad.evaluate import labeled_mix, score
 
 pytestmark = pytest.mark.e2e
-
-
-def labeled(speak, noisy: bool):
-    """[1 s][utterance][1.2 s][utterance][1 s], labels from the clean speech envelope."""
-    first = speak("Turn on the kitchen lights.")
-    second = speak("What is the weather like tomorrow morning?")
-    parts, segments, pos = [], [], 0
-    for piece in (silence(1.0), first, silence(1.2), second, silence(1.0)):
-        if piece is first or piece is second:
-            # Truth: from the first to the last sample above -40 dBFS of the phrase.
-            loud = np.flatnonzero(np.abs(piece.astype(np.float32)) > 0.01 * 32768)
-            segments.append((pos + int(loud[0]), pos + int(loud[-1])))
-        parts.append(piece)
-        pos += len(piece)
-    audio = np.concatenate(parts)
-    if noisy:
-        # Fan-like noise at about 10 dB below the speech level.
-        speech_rms = np.sqrt(np.mean((first.astype(np.float32) / 32768) ** 2))
-        hum = noise(len(audio) / RATE + 1, level=float(speech_rms) / 3.2, seed=3)[: len(audio)]
-        audio = np.clip(audio.astype(np.int32) + hum, -32768, 32767).astype(np.int16)
-    return audio, speech_labels(segments, len(audio)), segments
 
 
 @pytest.fixture(scope="module")
 def scores(speak):
     out = {}
     for condition in ("clean", "noisy"):
-        audio, labels, segments = labeled(speak, condition == "noisy")
+        utterances = [
+            speak("Turn on the kitchen lights."),
+            speak("What is the weather like tomorrow morning?"),
+        ]
+        audio, labels, segments = labeled_mix(utterances, condition == "noisy")
         for engine in ("webrtc", "silero"):
             out[(engine, condition)] = score(create_vad(engine), audio, labels, segments)
     for key, value in sorted(out.items()):
