@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -171,15 +170,6 @@ async def _chat(config: Config, args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"transcribe": _transcribe, "say": _say, "chat": _chat}
-
-
-def _json_default(obj: object) -> object:
-    return str(obj)
-
-
-def dump_json(data: object) -> str:
-    """JSON for ``--json`` outputs."""
-    return json.dumps(data, indent=2, default=_json_default)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -433,8 +432,3 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config is not UTF-8 text") from None
     return parse_config(text, str(path))
-
-
-def config_types() -> types.MappingProxyType[str, Any]:
-    """The top-level sections, for documentation checks in tests."""
-    return types.MappingProxyType({f.name: f.type for f in dataclasses.fields(Config)})

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from .asr.base import AsrModel
+from .chat import ChatService, ChatSettings, ConversationStore
 from .config import Config
 from .endpoint import EndpointConfig
 from .errors import HearthError, ModelUnavailable, UnknownModel
 from .hardware import EngineRequest, HardwareReport, Placement, plan
 from .llm.base import LlmEngine, Sampling
 from .models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
-from .pipeline import ChatService, ChatSettings, ConversationStore, SpeechPipeline
+from .pipeline import SpeechPipeline
 from .session import SessionOptions, SessionSettings, SpeechSession
 from .tts.base import TtsEngine
 from .tts.cache import TtsCache

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,10 +96,20 @@ class SpeechSession:
         self._last_partial_text = ""
         self._tasks: set[asyncio.Task[object]] = set()
         self._finished = False
+        self._listeners: list[Callable[[str | None], None]] = []
         self.asr_calls = 0
         """Whisper decodes started (partials included): tests and metrics read it."""
 
     # ------------------------------------------------------------------ input
+
+    def on_speculation(self, listener: Callable[[str | None], None]) -> None:
+        """Call ``listener(text)`` when a speculative transcript is ready, and
+        ``listener(None)`` when it is discarded because speech resumed."""
+        self._listeners.append(listener)
+
+    def _notify(self, text: str | None) -> None:
+        for listener in self._listeners:
+            listener(text)
 
     def start(self, fmt: AudioFormat) -> None:
         """Declare the input format; validates it (InvalidAudio when absurd)."""
@@ -217,13 +227,21 @@ class SpeechSession:
             return
         self._discard_speculation()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        self._spec = _Decode(rng[0], rng[1], self._decode(*rng, self.options.transcribe))
+        spec = _Decode(rng[0], rng[1], self._decode(*rng, self.options.transcribe))
+        self._spec = spec
+
+        def ready(task: asyncio.Future[Transcript]) -> None:
+            if self._spec is spec and not task.cancelled() and task.exception() is None:
+                self._notify(task.result().text)
+
+        spec.task.add_done_callback(ready)
 
     def _discard_speculation(self) -> None:
         if self._spec is not None:
             # The worker thread cannot be interrupted; its result is ignored.
             self._spec.task.add_done_callback(_consume_result)
             self._spec = None
+            self._notify(None)
 
     def _maybe_partial(self) -> None:
         if not self.options.partials or self.endpointer.state is not EndpointState.SPEECH:

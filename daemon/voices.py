@@ -7,6 +7,7 @@ read on every listing so that a voice added to the folder is visible at once.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import json
 import logging
@@ -41,7 +42,8 @@ class VoiceInfo:
     attribution_url: str = "https://github.com/OHF-Voice/piper1-gpl"
 
 
-def _piper_facts(config_path: Path) -> tuple[str, int, tuple[str, ...]]:
+@functools.lru_cache(maxsize=256)
+def _piper_facts_cached(config_path: Path, mtime_ns: int) -> tuple[str, int, tuple[str, ...]]:
     data = json.loads(config_path.read_text(encoding="utf-8"))
     lang = (data.get("language") or {}).get("code") or (data.get("espeak") or {}).get("voice", "")
     rate = int((data.get("audio") or {}).get("sample_rate", 22050))
@@ -51,13 +53,19 @@ def _piper_facts(config_path: Path) -> tuple[str, int, tuple[str, ...]]:
     return str(lang), rate, speakers
 
 
+def _piper_facts(config_path: Path) -> tuple[str, int, tuple[str, ...]]:
+    """Language, sample rate and speakers of a Piper config (parsed once per change)."""
+    return _piper_facts_cached(config_path, config_path.stat().st_mtime_ns)
+
+
 class VoiceStore:
     """Finds voices; the bundled ones come from ``voices/*.json`` metadata."""
 
     def __init__(self, user_dir: Path) -> None:
         self.user_dir = user_dir
 
-    def _bundled(self) -> list[VoiceInfo]:
+    @functools.cached_property
+    def _bundled_voices(self) -> list[VoiceInfo]:
         voices = []
         for entry in importlib.resources.files("voices").iterdir():
             if not entry.name.endswith(".json"):
@@ -125,7 +133,7 @@ class VoiceStore:
 
     def list(self) -> list[VoiceInfo]:
         """Every voice, bundled first; a user voice may not shadow a bundled name."""
-        bundled = self._bundled()
+        bundled = self._bundled_voices
         names = {v.name for v in bundled}
         return bundled + [v for v in self._user() if v.name not in names]
 

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from daemon.chat import ChatService, ChatSettings, ConversationStore
 from daemon.errors import InvalidText, PromptTooLong, TextTooLong
 from daemon.events import (
     ReplyChunk,
@@ -17,7 +18,7 @@ from daemon.events import (
     SpeechAudioStop,
 )
 from daemon.llm.base import ChatMessage, LlmEngine, Sampling
-from daemon.pipeline import ChatService, ChatSettings, ConversationStore, SpeechPipeline
+from daemon.pipeline import SpeechPipeline
 from daemon.tts.base import SynthesisOptions, TtsEngine
 from daemon.tts.service import TtsService
 from daemon.voices import VoiceInfo, VoiceStore
@@ -137,3 +138,73 @@ async def test_prompt_limits(tmp_path):
         chat.build_messages("", "   ")
     with pytest.raises(TextTooLong):
         chat.build_messages("", "x" * 5000)
+
+
+def speech_session(asr=None):
+    from daemon.audio import AudioFormat
+    from daemon.endpoint import EndpointConfig
+    from daemon.session import SessionOptions, SessionSettings, SpeechSession
+    from tests.helpers import EnergyVad, FakeAsr
+
+    session = SpeechSession(
+        asr or FakeAsr(),
+        WorkerPool("asr", 1, 8),
+        EnergyVad(),
+        WorkerPool("vad", 1, 8),
+        SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6)),
+        SessionOptions(partials=False),
+    )
+    session.start(AudioFormat(16000, 2, 1))
+    return session
+
+
+async def feed(session, *parts):
+    from tests.helpers import chunks
+
+    for part in parts:
+        for piece in chunks(part.tobytes(), (640,)):
+            await session.feed(piece)
+            await asyncio.sleep(0)
+
+
+async def test_reply_starts_speculatively_and_is_used(tmp_path):
+    from tests.helpers import silence, tone
+
+    llm = FakeLlm(["Done. The lights", " are on."], delay=0.01)
+    pipeline, chat = build(llm, tmp_path)
+    session = speech_session()
+    run = pipeline.start(session=session, conversation_id="k")
+    await feed(session, tone(1.0), silence(0.3))
+    for _ in range(100):  # the speculative reply runs while the client still sends silence
+        await asyncio.sleep(0.01)
+        if len(llm.prompts) == 1:
+            break
+    assert len(llm.prompts) == 1, "the reply should start before the audio ends"
+    await feed(session, silence(0.5))
+    events = [e async for e in run.events()]
+    assert run.speculation_used and len(llm.prompts) == 1
+    assert any(isinstance(e, SpeechAudio) for e in events) and events[-1] == RunEnded()
+    assert [m.content for m in chat.conversations.history("k")][1] == "Done. The lights are on."
+
+
+async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
+    from tests.helpers import silence, tone
+
+    llm = FakeLlm(["Ok", " then", "."], delay=0.05)
+    pipeline, chat = build(llm, tmp_path)
+    session = speech_session()
+    run = pipeline.start(session=session, conversation_id="k")
+    await feed(session, tone(0.6), silence(0.35))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if llm.prompts:
+            break
+    first_text = llm.prompts[0][-1].content
+    await feed(session, tone(0.6), silence(0.8))
+    events = [e async for e in run.events()]
+    final = events[0]
+    assert final.text != first_text
+    assert llm.prompts[-1][-1].content == final.text
+    history = chat.conversations.history("k")
+    assert [m.content for m in history][::2] == [final.text]  # the cancelled reply left no trace
+    assert events[-1] == RunEnded()
