@@ -193,6 +193,8 @@ def encode(pcm: bytes, rate: int, fmt: str) -> bytes:
     """Encode complete mono s16 PCM as ``wav``, ``flac`` or raw ``pcm``."""
     if fmt == "pcm":
         return pcm
+    if not pcm:
+        raise InvalidAudio("there is no audio to encode")
     if fmt == "wav":
         buf = io.BytesIO()
         with wave.open(buf, "wb") as wav:

@@ -244,11 +244,18 @@ def _line_map(text: str) -> dict[tuple[str, ...], int]:
     """Map each key path to its 1-based line; reject duplicate keys."""
     lines: dict[tuple[str, ...], int] = {}
 
+    seen_nodes: set[int] = set()
+
     def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        if id(node) in seen_nodes:  # an alias: its keys were mapped where it was defined
+            return
+        seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: set[str] = set()
             for key_node, value_node in node.value:
                 key = str(key_node.value)
+                if key_node.tag.endswith(":null"):
+                    key = "None"  # what yaml.safe_load makes of a null key
                 sub = (*path, key)
                 if key in seen:
                     raise _Invalid(sub, "duplicate key", key_node.start_mark.line + 1)
@@ -391,6 +398,12 @@ def _cross_checks(config: Config) -> None:
             f"must name one of asr.models ({', '.join(config.asr.models)}), "
             f'got "{config.asr.default_model}"',
         )
+    if config.vad.speculative_silence_ms > config.vad.trailing_silence_ms:
+        raise _Invalid(
+            ("vad", "speculative_silence_ms"),
+            f"must not exceed vad.trailing_silence_ms ({config.vad.trailing_silence_ms}), "
+            f"got {config.vad.speculative_silence_ms}",
+        )
     if config.llm.backend == "remote" and not config.llm.remote.base_url:
         raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")
 
@@ -404,18 +417,23 @@ def parse_config(text: str, source: str = "<string>") -> Config:
         _cross_checks(config)
     except _Invalid as exc:
         key = ".".join(exc.path) or "(top level)"
-        line = exc.line
+        line = exc.line if exc.path else (exc.line or 1)
         probe = exc.path
         while line is None and probe:
             line = lines.get(probe)
             probe = probe[:-1]
         where = f"{source}:{line}" if line else source
         raise ConfigError(f"{where} {key}: {exc.problem}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        raise ConfigError(f"{source}:{line} invalid YAML: {exc.reason}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where} invalid YAML: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: invalid YAML: nested or recursive too deeply") from None
     return dataclasses.replace(config, source=source)
 
 

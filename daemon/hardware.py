@@ -48,6 +48,8 @@ class HardwareReport:
     llama_gpu: bool = False
     """llama-cpp-python was built with GPU offload."""
     cpu_count: int = 1
+    cpu_compute_types: tuple[str, ...] = ("int8", "int8_float32", "float32")
+    """CTranslate2 compute types this CPU supports."""
     notes: tuple[str, ...] = ()
 
     @property
@@ -162,9 +164,15 @@ def _place_one(req: EngineRequest, report: HardwareReport) -> Placement:
         else:
             why = _no_cuda_reason(req.kind, report, index)
             p.reasons.append(f"{req.device} requested but {why}; falling back to CPU")
-    if req.compute_type != "auto":
-        p.compute_type = req.compute_type
-        p.reasons.append(f"compute type {req.compute_type} set in config")
+    if req.compute_type != "auto" and req.kind == "asr":
+        if p.device == "cpu" and req.compute_type not in report.cpu_compute_types:
+            p.reasons.append(
+                f"compute type {req.compute_type} set in config is not supported on this CPU "
+                f"(supported: {', '.join(report.cpu_compute_types)}); using {p.compute_type}"
+            )
+        else:
+            p.compute_type = req.compute_type
+            p.reasons.append(f"compute type {req.compute_type} set in config")
     return p
 
 
@@ -185,10 +193,12 @@ def probe() -> HardwareReport:
     """Look at the machine: CUDA devices and which engine libraries can use them."""
     notes: list[str] = []
     ct2 = 0
+    cpu_types: tuple[str, ...] = HardwareReport.cpu_compute_types
     try:
         import ctranslate2
 
         ct2 = ctranslate2.get_cuda_device_count()
+        cpu_types = tuple(sorted(ctranslate2.get_supported_compute_types("cpu")))
     except Exception as exc:  # noqa: BLE001 - a broken CUDA runtime must not stop start-up
         notes.append(f"CTranslate2 CUDA probe failed: {exc}")
     onnx_cuda = False
@@ -212,6 +222,7 @@ def probe() -> HardwareReport:
         onnx_cuda=onnx_cuda,
         llama_gpu=llama_gpu,
         cpu_count=os.cpu_count() or 1,
+        cpu_compute_types=cpu_types,
         notes=tuple(notes),
     )
 

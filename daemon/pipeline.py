@@ -40,6 +40,8 @@ from .tts.service import TtsService
 
 _LOGGER = logging.getLogger(__name__)
 _END = object()
+FIRST_CLAUSE_CHARS = 24
+"""The first spoken piece may end at a comma once it is this long (earlier audio)."""
 
 
 class SpeechPipeline:
@@ -97,7 +99,7 @@ class SpeechPipeline:
         sentences: asyncio.Queue[str | None] = asyncio.Queue()
 
         async def think() -> None:
-            splitter = SentenceSplitter()
+            splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
             parts: list[str] = []
             try:
                 async for piece in self.chat.chat(conversation_id, text, remember=False):
@@ -124,9 +126,13 @@ class SpeechPipeline:
 
         async def run_all() -> None:
             try:
-                await asyncio.gather(think(), speak())
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                await out.put(exc)
+                # A TaskGroup cancels the other stage when one fails, so a TTS error
+                # does not leave the LLM generating into the void.
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(think())
+                    group.create_task(speak())
+            except BaseExceptionGroup as group_error:
+                await out.put(group_error.exceptions[0])
             else:
                 await out.put(_END)
 
@@ -206,6 +212,19 @@ class PipelineRun:
                 raise item
             yield item  # type: ignore[misc]
 
+    async def _reply(self, text: str) -> AsyncIterator[PipelineEvent]:
+        spec = self._spec
+        if spec is not None and spec.text == text:
+            self.speculation_used = True
+            source = self._replay(spec)
+        else:
+            self._drop_speculation()
+            source = self.pipeline.reply(self.conversation_id, text, self.speak, self.tts_options)
+        async for event in source:
+            if isinstance(event, ReplyDone):
+                self.pipeline.chat.remember(self.conversation_id, text, event.text)
+            yield event
+
     async def events(self) -> AsyncIterator[PipelineEvent]:
         """Run to the end: the final transcript (for speech), the reply, RunEnded."""
         pipeline = self.pipeline
@@ -217,19 +236,9 @@ class PipelineRun:
                 final = await self.session.finish()
                 yield final
                 text = final.text
-            if not text or not text.strip():
-                return
-            spec = self._spec
-            if spec is not None and spec.text == text:
-                self.speculation_used = True
-                source = self._replay(spec)
-            else:
-                self._drop_speculation()
-                source = pipeline.reply(self.conversation_id, text, self.speak, self.tts_options)
-            async for event in source:
-                if isinstance(event, ReplyDone):
-                    pipeline.chat.remember(self.conversation_id, text, event.text)
-                yield event
+            if text and text.strip():
+                async for event in self._reply(text):
+                    yield event
         except asyncio.CancelledError:
             raise
         except HearthError as exc:

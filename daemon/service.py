@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import platform
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from . import __version__
 from .config import Config
@@ -20,6 +23,7 @@ from .engines import Engines, load_engines
 from .hardware import HardwareReport, probe
 
 _LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class ServiceState(enum.Enum):
@@ -69,8 +73,8 @@ class HearthService:
         self.state = ServiceState.LOADING
         began = time.perf_counter()
         if self.report is None:
-            self.report = await asyncio.to_thread(probe)
-        self.engines = await asyncio.to_thread(load_engines, self.config, self.report)
+            self.report = await _in_daemon_thread(probe)
+        self.engines = await _in_daemon_thread(load_engines, self.config, self.report)
         await self._warm_up(self.engines)
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
@@ -149,6 +153,38 @@ class HearthService:
             engines.close()
 
 
+async def _in_daemon_thread(func: Callable[..., T], *args: Any) -> T:
+    """Run a long start-up call in a daemon thread.
+
+    Unlike the default executor, a daemon thread does not hold up the process
+    exit, so SIGTERM during model loading (or a slow download) stops at once.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def target() -> None:
+        try:
+            result, error = func(*args), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop is gone: the daemon is exiting
+            pass
+
+    threading.Thread(target=target, name=f"hearth-{func.__name__}", daemon=True).start()
+    return await future
+
+
+@functools.lru_cache(maxsize=1)
 def _library_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -22,12 +22,14 @@ import numpy as np
 from .asr.base import AsrModel, TranscribeOptions, Transcript
 from .audio import RATE, AudioFormat, PcmConverter, pcm_to_float
 from .endpoint import EndpointConfig, Endpointer, EndpointEvent, EndpointState
-from .errors import AudioTooLong, HearthError, InvalidAudio
+from .errors import AudioTooLong, InvalidAudio
 from .events import FinalTranscript, PartialTranscript, SessionEvent, VoiceStarted, VoiceStopped
 from .vad.base import Vad
 from .workers import WorkerPool
 
 _LOGGER = logging.getLogger(__name__)
+PARTIAL_QUIET_S = 0.06
+"""No partial decode starts after this much silence (s)."""
 
 
 @dataclass(frozen=True)
@@ -112,10 +114,19 @@ class SpeechSession:
             listener(text)
 
     def start(self, fmt: AudioFormat) -> None:
-        """Declare the input format; validates it (InvalidAudio when absurd)."""
+        """Declare the input format; validates it (InvalidAudio when absurd).
+
+        Declaring the same format again is harmless (Wyoming repeats it on every
+        chunk); a different format once audio has arrived is refused.
+        """
+        if fmt == self._fmt:
+            return
         fmt.validate(self.settings.max_sample_rate, self.settings.max_channels)
-        if self._fmt is not None and fmt != self._fmt and self._converter is not None:
-            self._append(self._converter.flush())
+        if self._fmt is not None and self.samples > 0:
+            raise InvalidAudio(
+                f"audio format changed mid-stream ({self._fmt.rate} Hz/{self._fmt.width} B/"
+                f"{self._fmt.channels} ch to {fmt.rate} Hz/{fmt.width} B/{fmt.channels} ch)"
+            )
         self._fmt = fmt
         self._converter = PcmConverter(fmt)
 
@@ -128,9 +139,9 @@ class SpeechSession:
         """Add a chunk of PCM in the declared format (any size)."""
         if self._converter is None:
             raise InvalidAudio("audio arrived before its format (rate, width, channels)")
-        if self._finished:
-            raise InvalidAudio("audio arrived after the end of the utterance")
         async with self._lock:
+            if self._finished:
+                raise InvalidAudio("audio arrived after the end of the utterance")
             events = await self._vad_pool.run(self._ingest, data, False)
             self._handle(events)
 
@@ -150,7 +161,11 @@ class SpeechSession:
 
     def _ingest(self, data: bytes, last: bool) -> list[EndpointEvent]:
         """Convert and classify (runs in a worker thread, serialized per session)."""
-        assert self._converter is not None
+        assert self._converter is not None and self._fmt is not None
+        # Refuse an oversized chunk before converting it (memory stays bounded).
+        incoming = len(data) // self._fmt.frame_bytes * RATE // self._fmt.rate
+        if len(self._buf) // 2 + incoming > int(self.settings.max_audio_s * RATE) + RATE:
+            raise AudioTooLong(f"audio is longer than the {self.settings.max_audio_s:g} s limit")
         samples = self._converter.convert(data)
         if last:
             samples = np.concatenate([samples, self._converter.flush()])
@@ -251,6 +266,11 @@ class SpeechSession:
         interval = int(self.settings.partial_interval_s * RATE)
         if self.samples - self._last_partial_at < interval or not self._asr_pool.idle:
             return
+        ep = self.endpointer
+        if ep.speech_end_s is not None and ep.now_s - ep.speech_end_s > PARTIAL_QUIET_S:
+            # The speaker may be stopping: leave the worker free for the speculative
+            # decode, which would otherwise wait behind this partial.
+            return
         rng = self._speech_range()
         if rng is None:
             return
@@ -267,7 +287,9 @@ class SpeechSession:
     async def _run_partial(self, start: int, end: int, opts: TranscribeOptions) -> None:
         try:
             result = await self._decode(start, end, opts)
-        except HearthError as exc:
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a partial is best effort; the final reports
             _LOGGER.debug("Partial decode skipped: %s", exc)
             return
         if result.text and result.text != self._last_partial_text and not self._finished:
@@ -286,20 +308,21 @@ class SpeechSession:
             out.append(self._queue.get_nowait())
         return out
 
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        """Every event in order, ending with the FinalTranscript."""
+    async def events(self, until_final: bool = True) -> AsyncIterator[SessionEvent]:
+        """Every event in order; ends after the FinalTranscript unless ``until_final``
+        is False (hands-free streams, which end when the consumer stops)."""
         while True:
             event = await self._queue.get()
             yield event
-            if isinstance(event, FinalTranscript):
+            if until_final and isinstance(event, FinalTranscript):
                 return
 
     async def finish(self) -> FinalTranscript:
         """The audio is over: return the final transcript (also queued as an event)."""
-        if self._finished:
-            raise InvalidAudio("the utterance is already finished")
         began = time.perf_counter()
         async with self._lock:
+            if self._finished:
+                raise InvalidAudio("the utterance is already finished")
             if self._converter is not None:
                 events = await self._vad_pool.run(self._ingest, b"", True)
                 self._handle(events)
@@ -353,6 +376,8 @@ class SpeechSession:
             self._drop(drop)
             self.endpointer.reset()
             self._last_partial_text = ""
+            if self._partial is not None:
+                self._partial.cancel()  # a late partial must not follow this final
         self._emit(final)
         return final
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,8 @@ class WhisperAsr(AsrModel):
             device=device,
             device_index=device_index,
             compute_type=compute_type,
-            cpu_threads=cpu_threads,
+            # CTranslate2 defaults to 4 threads; more than the cores only slows it.
+            cpu_threads=cpu_threads or min(4, os.cpu_count() or 1),
             num_workers=workers,
         )
         self.multilingual = bool(self._model.model.is_multilingual)

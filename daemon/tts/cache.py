@@ -34,6 +34,8 @@ class TtsCache:
         self._entries: OrderedDict[str, int] = OrderedDict()
         self._total = 0
         directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.tmp"):  # left by a crash mid-write
+            stale.unlink(missing_ok=True)
         files = sorted(directory.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime)
         for path in files:
             size = path.stat().st_size

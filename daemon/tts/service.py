@@ -86,7 +86,11 @@ class TtsService:
     async def synthesize(
         self, text: str, options: SynthesisOptions, fmt: str = "wav", use_cache: bool = True
     ) -> bytes:
-        """The whole utterance encoded as ``fmt`` (wav, flac, pcm), from cache if there."""
+        """The whole utterance encoded as ``fmt`` (wav, flac, pcm).
+
+        With ``use_cache`` the result comes from the cache when there and is stored
+        there otherwise; without it the cache is neither read nor written.
+        """
         voice, _ = self.prepare(text, options)
         key = self.key(text, options, fmt)
         if use_cache and self.cache is not None:
@@ -94,9 +98,11 @@ class TtsService:
             if hit is not None:
                 return hit
         parts = [block.pcm async for block in self.stream(text, options)]
+        if not any(parts):
+            raise InvalidText("the text has nothing speakable in it")
         data = await asyncio.to_thread(
             encode, b"".join(parts), self.output_rate(voice, options), fmt
         )
-        if self.cache is not None:
+        if use_cache and self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, data)
         return data

@@ -110,3 +110,12 @@ def test_env_variable(tmp_path, monkeypatch):
     path.write_text("http:\n  port: 1234\n")
     monkeypatch.setenv("HEARTH_CONFIG", str(path))
     assert load_config(None).http.port == 1234
+
+
+def test_hostile_yaml_is_a_config_error():
+    assert error_of("asr: &x\n  models:\n    a: *x\n").startswith("config.yaml:")
+    assert error_of("http:\n  host: \x07\n").startswith("config.yaml:2 invalid YAML")
+    assert error_of("- 1\n- 2\n") == "config.yaml:1 (top level): must be a mapping, got a list"
+    assert "speculative_silence_ms: must not exceed" in error_of(
+        "vad:\n  speculative_silence_ms: 900\n  trailing_silence_ms: 700\n"
+    )

@@ -94,3 +94,10 @@ def test_parse_nvidia_smi():
     gpus = parse_nvidia_smi(out)
     assert gpus[0] == GpuInfo(0, "NVIDIA GeForce RTX 3090", (8, 6), 24576, 23000)
     assert gpus[1].capability == (6, 1) and len(gpus) == 2
+
+
+def test_compute_type_the_cpu_lacks_is_not_forced():
+    req = EngineRequest("asr:x", "asr", "auto", compute_type="float16")
+    placement = plan([req], CPU_ONLY)[0]
+    assert placement.compute_type == "int8"
+    assert "float16 set in config is not supported on this CPU" in placement.reasons[-1]

@@ -208,3 +208,34 @@ async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
     history = chat.conversations.history("k")
     assert [m.content for m in history][::2] == [final.text]  # the cancelled reply left no trace
     assert events[-1] == RunEnded()
+
+
+async def test_every_run_ends_with_run_ended_even_without_text(tmp_path):
+    pipeline, _ = build(FakeLlm(["x"]), tmp_path)
+    assert [e async for e in pipeline.run(text="   ")] == [RunEnded()]
+    session = speech_session()
+    events = [e async for e in pipeline.run(session=session)]
+    assert events[0].text == "" and events[-1] == RunEnded()
+
+
+async def test_a_tts_failure_stops_the_llm(tmp_path):
+    class Endless(FakeLlm):
+        produced = 0
+
+        async def stream_chat(self, messages, sampling):
+            for i in range(1000):
+                Endless.produced += 1
+                await asyncio.sleep(0.005)
+                yield f"Sentence number {i}. "
+
+    class Broken(FakeTts):
+        def synthesize(self, voice, sentence, options):
+            raise RuntimeError("speaker exploded")
+
+    pipeline, _ = build(Endless([]), tmp_path)
+    pipeline.tts.engine = Broken()
+    events = [e async for e in pipeline.run(text="talk")]
+    assert events[-2] == RunError("internal-error", "RuntimeError: speaker exploded")
+    produced = Endless.produced
+    await asyncio.sleep(0.2)
+    assert Endless.produced == produced < 100

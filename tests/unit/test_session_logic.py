@@ -141,3 +141,30 @@ async def test_hands_free_finds_two_utterances_with_bounded_memory():
     assert len(finals) == 2
     assert all(f.text.endswith("samples") for f in finals)
     assert len(session._buf) // 2 < 3 * RATE
+
+
+async def test_repeated_format_is_fine_and_a_changed_one_is_refused():
+    session, _ = make(SessionOptions(partials=False))
+    await feed(session, tone(0.2))
+    session.start(FMT)  # Wyoming repeats the format with every chunk
+    with pytest.raises(InvalidAudio, match="format changed mid-stream"):
+        session.start(AudioFormat(48000, 2, 1))
+
+
+async def test_concurrent_finish_and_late_feed_are_refused():
+    session, asr = make(SessionOptions(partials=False, speculative=False))
+    await feed(session, np.concatenate([tone(0.5), silence(0.3)]))
+    first = asyncio.ensure_future(session.finish())
+    second = asyncio.ensure_future(session.finish())
+    late = asyncio.ensure_future(session.feed(b"\x00\x00" * 100))
+    results = await asyncio.gather(first, second, late, return_exceptions=True)
+    assert isinstance(results[0], FinalTranscript)
+    assert isinstance(results[1], InvalidAudio) and isinstance(results[2], InvalidAudio)
+    assert len(asr.calls) == 1
+
+
+async def test_an_oversized_chunk_is_refused_before_conversion():
+    session, _ = make(settings=SessionSettings(max_audio_s=2.0))
+    with pytest.raises(AudioTooLong):
+        await session.feed(b"\x00\x00" * RATE * 30)
+    assert session.samples == 0

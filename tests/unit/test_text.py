@@ -27,3 +27,12 @@ def test_streamed_pieces_emit_sentences_as_soon_as_they_end():
 
 def test_whitespace_only_is_nothing():
     assert split_sentences("   \n ") == []
+
+
+def test_first_clause_lets_speech_start_early():
+    splitter = SentenceSplitter(first_clause_chars=20)
+    assert splitter.feed("Sure, ") == []  # too short to stand alone
+    assert splitter.feed("the kitchen lights are on, ") == ["Sure, the kitchen lights are on,"]
+    assert splitter.feed("and the heat is at twenty, as you asked. ") == [
+        "and the heat is at twenty, as you asked."
+    ]

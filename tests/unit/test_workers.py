@@ -61,3 +61,53 @@ async def test_stream_raises_worker_errors():
     with pytest.raises(ValueError, match="boom"):
         async for _ in pool.stream(gen):
             pass
+
+
+async def test_close_with_queued_work_fails_fast_instead_of_hanging():
+    pool = WorkerPool("test", workers=1, max_queue=4)
+    gate = threading.Event()
+    blocker = asyncio.ensure_future(pool.run(gate.wait, 5))
+    await asyncio.sleep(0.05)
+
+    def gen():
+        yield 1
+
+    async def consume():
+        return [x async for x in pool.stream(gen)]
+
+    queued_stream = asyncio.ensure_future(consume())
+    queued_call = asyncio.ensure_future(pool.run(lambda: 1))
+    await asyncio.sleep(0.05)
+    pool.close()
+    with pytest.raises(Busy, match="shutting down"):
+        await asyncio.wait_for(queued_stream, 2)
+    with pytest.raises(Busy, match="shutting down"):
+        await asyncio.wait_for(queued_call, 2)
+    gate.set()
+    await blocker
+    with pytest.raises(Busy):
+        await pool.run(lambda: 1)
+
+
+async def test_cancelling_a_stream_consumer_does_not_wait_for_the_worker():
+    pool = WorkerPool("test", workers=1, max_queue=4)
+
+    def slow():
+        yield 1
+        time.sleep(1.0)
+        yield 2
+
+    async def consume():
+        async for _ in pool.stream(slow):
+            pass
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.1)
+    began = time.perf_counter()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.perf_counter() - began < 0.5
+    assert pool.pending == 1  # the thread is still busy: the slot stays taken
+    await asyncio.sleep(1.1)
+    assert pool.pending == 0
