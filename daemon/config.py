@@ -87,7 +87,7 @@ class AsrConfig:
     models: dict[str, AsrModelConfig] = field(default_factory=lambda: {"tiny.en": AsrModelConfig()})
     workers: int = field(default=1, metadata=_c(min=1, max=16))
     partial_interval_ms: int = field(default=600, metadata=_c(min=100, max=10000))
-    partials: bool = True
+    partials: Literal["auto", "on", "off"] = "auto"
     allow_download: bool = True
 
 

@@ -78,6 +78,8 @@ class Engines:
         self.chat: ChatService | None = None
         self.pipeline: SpeechPipeline | None = None
         self.status: list[EngineStatus] = []
+        self.partials = config.asr.partials == "on"
+        """Whether sessions decode partial transcripts by default."""
         self.voices = VoiceStore(config.voices_path)
         vad = config.vad
         self.session_settings = SessionSettings(
@@ -108,7 +110,7 @@ class Engines:
     ) -> SpeechSession:
         """A speech session for one utterance (or a hands-free stream)."""
         assert self.vad is not None, "engines not loaded"
-        options = options or SessionOptions(partials=self.config.asr.partials)
+        options = options or SessionOptions(partials=self.partials)
         return SpeechSession(
             self.asr_model(model),
             self.asr_pool,
@@ -169,6 +171,14 @@ def load_engines(
 
         engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)
 
+    if asr and config.asr.partials == "auto":
+        default = engines.asr[config.asr.default_model]
+        engines.partials = default.device.startswith("cuda")
+        _LOGGER.info(
+            "Partial transcripts %s (asr.partials: auto, default model on %s)",
+            "on" if engines.partials else "off",
+            default.device,
+        )
     engines.vad = create_vad(config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
     if tts:
         _load_tts(engines, config, placements["tts"])

@@ -207,9 +207,20 @@ class PipelineRun:
             spec.task.cancel()
 
     async def _replay(self, spec: _Speculation) -> AsyncIterator[PipelineEvent]:
+        replayed = 0
         while (item := await spec.queue.get()) is not _END:
             if isinstance(item, BaseException):
-                raise item
+                if replayed:
+                    raise item
+                # Failed before it said anything (busy, say): reply the plain way.
+                _LOGGER.debug("Speculative reply failed (%s); replying again", item)
+                self.speculation_used = False
+                async for event in self.pipeline.reply(
+                    self.conversation_id, spec.text, self.speak, self.tts_options
+                ):
+                    yield event
+                return
+            replayed += 1
             yield item  # type: ignore[misc]
 
     async def _reply(self, text: str) -> AsyncIterator[PipelineEvent]:
