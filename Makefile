@@ -34,6 +34,7 @@ check: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check daemon protocols tests bench
 	$(BIN)/ruff format --check daemon protocols tests bench
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench

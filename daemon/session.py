@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -391,6 +392,6 @@ class SpeechSession:
         self._spec = None
 
 
-def _consume_result(task: asyncio.Future[object]) -> None:
+def _consume_result(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()

@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, cast
 
 from ..errors import PromptTooLong
 from ..workers import WorkerPool
@@ -67,7 +68,7 @@ class LocalLlm(LlmEngine):
     ) -> AsyncIterator[str]:
         """Stream the reply; the blocking generator runs in the LLM worker."""
         self.check_fits(messages, sampling)
-        payload = [asdict(m) for m in messages]
+        payload: Any = [asdict(m) for m in messages]
 
         def work() -> Iterator[str]:
             with self._lock:
@@ -78,10 +79,10 @@ class LocalLlm(LlmEngine):
                     top_p=sampling.top_p,
                     max_tokens=sampling.max_tokens,
                 )
-                for chunk in stream:
+                for chunk in cast(Iterator[dict[str, Any]], stream):
                     piece = chunk["choices"][0]["delta"].get("content")
                     if piece:
-                        yield piece
+                        yield str(piece)
 
         async for piece in self.pool.stream(work):
             yield piece
