@@ -66,7 +66,8 @@ def machine() -> str:
 
 async def speak(engines: Engines, text: str) -> np.ndarray:
     assert engines.tts is not None
-    opts = SynthesisOptions(sample_rate=RATE)
+    # No Piper noise: the same utterance (and transcript) on every run.
+    opts = SynthesisOptions(sample_rate=RATE, noise_scale=0.0, noise_w_scale=0.0)
     pcm = b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
     return np.frombuffer(pcm, dtype=np.int16).copy()
 

@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     say.add_argument("--speaker")
     say.add_argument("--speed", type=float, default=1.0)
     say.add_argument("--rate", type=int, help="output sample rate (Hz)")
+    say.add_argument("--noise-scale", type=float, help="Piper generator noise (0-2)")
+    say.add_argument("--noise-w", type=float, help="Piper phoneme width noise (0-2)")
 
     chat = add("chat", "Ask the LLM; the reply streams to standard output.")
     chat.add_argument("prompt")
@@ -143,7 +145,12 @@ async def _say(config: Config, args: argparse.Namespace) -> int:
 
     fmt = Path(args.output).suffix.lstrip(".").lower() or "wav"
     options = SynthesisOptions(
-        voice=args.voice, speaker=args.speaker, speed=args.speed, sample_rate=args.rate
+        voice=args.voice,
+        speaker=args.speaker,
+        speed=args.speed,
+        sample_rate=args.rate,
+        noise_scale=args.noise_scale,
+        noise_w_scale=args.noise_w,
     )
     engines = await asyncio.to_thread(load_engines, config, probe(), asr=False, llm=False)
     assert engines.tts is not None

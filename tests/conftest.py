@@ -12,6 +12,10 @@ import pytest
 
 from daemon.audio import RATE
 from daemon.config import Config, parse_config
+from daemon.tts.base import SynthesisOptions
+
+DETERMINISTIC = SynthesisOptions(sample_rate=RATE, noise_scale=0.0, noise_w_scale=0.0)
+"""Piper without its random noise: the same audio on every run."""
 
 
 @pytest.fixture(scope="session")
@@ -37,16 +41,18 @@ def engines(config: Config):
 
 @pytest.fixture(scope="session")
 def speak(engines):
-    """speak(text) -> int16 samples at 16 kHz, spoken by the bundled Piper voice."""
-    from daemon.tts.base import SynthesisOptions
+    """speak(text) -> int16 samples at 16 kHz, spoken by the bundled Piper voice.
 
+    Piper's noise scales are set to 0 so that the audio, and therefore every
+    transcript in the tests, is the same on every run.
+    """
     cache: dict[str, np.ndarray] = {}
 
     def _speak(text: str) -> np.ndarray:
         if text not in cache:
 
             async def run() -> bytes:
-                opts = SynthesisOptions(sample_rate=RATE)
+                opts = DETERMINISTIC
                 return b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
 
             # A worker thread of its own: callers may be inside a running loop.

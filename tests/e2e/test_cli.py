@@ -22,9 +22,10 @@ def hearth(*args: str, state=None, timeout: float = 120) -> subprocess.Completed
 def test_say_then_transcribe(tmp_path):
     wav = tmp_path / "lights.wav"
     flac = tmp_path / "lights.flac"
-    said = hearth("say", "Turn off the porch light.", "-o", str(wav))
+    exact = ("--noise-scale", "0", "--noise-w", "0")  # the same audio every run
+    said = hearth("say", "Turn off the porch light.", "-o", str(wav), *exact)
     assert said.returncode == 0, said.stderr
-    assert hearth("say", "Good night.", "-o", str(flac), "--rate", "16000").returncode == 0
+    assert hearth("say", "Good night.", "-o", str(flac), "--rate", "16000", *exact).returncode == 0
     heard = hearth("transcribe", str(wav), str(flac))
     assert heard.returncode == 0, heard.stderr
     lines = heard.stdout.strip().splitlines()

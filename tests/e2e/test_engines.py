@@ -23,6 +23,7 @@ from daemon.hardware import HardwareReport
 from daemon.llm.base import ChatMessage, Sampling
 from daemon.session import SessionOptions
 from daemon.tts.base import SynthesisOptions
+from tests.conftest import DETERMINISTIC
 from tests.helpers import noise, silence, words
 
 pytestmark = pytest.mark.e2e
@@ -100,9 +101,13 @@ async def test_partials_arrive_before_the_final(engines, speak):
     kinds = [type(e) for e in events]
     assert PartialTranscript in kinds
     assert kinds.index(PartialTranscript) < kinds.index(FinalTranscript)
-    partial = next(e for e in events if isinstance(e, PartialTranscript))
-    assert set(words(partial.text)) & {"set", "timer", "please"}
-    assert "timer" in words(final.text)
+    # Partials are decoded from a growing prefix: the last one already says most of it.
+    last = [e for e in events if isinstance(e, PartialTranscript)][-1]
+    overlap = set(words(last.text)) & set(words(final.text))
+    assert len(overlap) >= len(set(words(last.text))) / 2, (last.text, final.text)
+    assert words(final.text) == words(
+        "please set a timer for 10 minutes and then play some quiet music in the hall"
+    )
 
 
 async def test_any_rate_width_and_channels(engines, kitchen):
@@ -117,7 +122,7 @@ async def test_any_rate_width_and_channels(engines, kitchen):
 
 async def test_cached_tts_returns_identical_bytes(engines):
     text = "The front door is locked."
-    options = SynthesisOptions(sample_rate=16000)
+    options = DETERMINISTIC
     first = await engines.tts.synthesize(text, options, "wav")
     hits = engines.tts.cache.hits
     second = await engines.tts.synthesize(text, options, "wav")
