@@ -198,8 +198,10 @@ async def main(runs: int, output: Path) -> None:
             await speak(engines, "Turn on the kitchen lights."),
             await speak(engines, "What is the weather like tomorrow morning?"),
         ]
-        # Warm-up outside the measurements.
+        # Warm-up outside the measurements, as the daemon does at start-up.
         await bench_asr(engines, utterance, 1, partials=False)
+        assert engines.chat is not None
+        await engines.chat.warm_up()
         asr = await bench_asr(engines, utterance, runs, partials=False)
         asr_partials = await bench_asr(engines, utterance, runs, partials=True)
         tts = await bench_tts(engines, runs)

@@ -119,6 +119,13 @@ class ChatService:
         if remember:
             self.remember(conversation_id, text, "".join(parts).strip())
 
+    async def warm_up(self) -> None:
+        """One short completion: loads the weights into the caches and, for a local
+        model, keeps the system prompt's evaluated prefix for the first request."""
+        sampling = Sampling(self.settings.sampling.temperature, self.settings.sampling.top_p, 1)
+        async for _ in self.llm.stream_chat(self.build_messages("", "Hello."), sampling):
+            pass
+
     def remember(self, conversation_id: str, user: str, assistant: str) -> None:
         """Add an exchange to the conversation's history (no id: nothing kept)."""
         if conversation_id:

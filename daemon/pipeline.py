@@ -40,7 +40,7 @@ from .tts.service import TtsService
 
 _LOGGER = logging.getLogger(__name__)
 _END = object()
-FIRST_CLAUSE_CHARS = 24
+FIRST_CLAUSE_CHARS = 16
 """The first spoken piece may end at a comma once it is this long (earlier audio)."""
 
 

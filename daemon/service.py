@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from . import __version__
 from .config import Config
 from .engines import Engines, load_engines
+from .errors import HearthError
 from .hardware import HardwareReport, probe
 
 _LOGGER = logging.getLogger(__name__)
@@ -93,6 +94,11 @@ class HearthService:
 
             async for _ in engines.tts.stream("Ready.", SynthesisOptions()):
                 pass
+        if engines.chat is not None:
+            try:
+                await engines.chat.warm_up()
+            except HearthError as exc:  # a remote LLM may come up later
+                _LOGGER.warning("LLM warm-up failed: %s", exc)
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
