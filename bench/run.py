@@ -252,6 +252,17 @@ async def main(runs: int, output: Path) -> None:
         "",
         f"Transcripts: {asr['text']}",
         "",
+        "Where speech-to-speech time goes: the speculative decode starts after "
+        f"{config.vad.speculative_silence_ms} ms of silence and takes about as long as the "
+        f"one-shot decode ({asr['one_shot_ms']:.0f} ms here: Whisper's encoder always sees a "
+        "30 s window, however short the utterance), so the transcript is ready about "
+        f"{config.vad.speculative_silence_ms + asr['one_shot_ms']:.0f} ms after the end of "
+        "speech, just around the end of the 700 ms trailing silence. The LLM's first clause "
+        f"(at {llm['tokens_per_s']:.0f} tokens/s) and its synthesis add the rest. Measured "
+        "from the end of audio, which is when a client such as a Willow device closes its "
+        "request, the spoken reply starts within the time in brackets. A CUDA card removes "
+        "most of the decode time.",
+        "",
         "## VAD on labeled audio",
         "",
         "Two Piper utterances with 1 s of silence around them and 1.2 s between, clean and "
