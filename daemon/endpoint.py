@@ -100,6 +100,15 @@ class Endpointer:
             events.append(EndpointEvent("ended", self.speech_end_s or start))
         return events
 
+    def force_end(self) -> list[EndpointEvent]:
+        """End the utterance now (it reached its length limit); speech ends here."""
+        if self.state in (EndpointState.WAITING, EndpointState.ENDED):
+            return []
+        if self.state is EndpointState.SPEECH:
+            self.speech_end_s = self.now_s
+        self.state = EndpointState.ENDED
+        return [EndpointEvent("ended", self.speech_end_s or self.now_s)]
+
     def reset(self) -> None:
         """Wait for the next utterance (hands-free listening); time keeps running."""
         self.state = EndpointState.WAITING

@@ -180,6 +180,15 @@ class SpeechSession:
             frame = np.frombuffer(self._buf[self._vad_pos * 2 : (self._vad_pos + n) * 2], "<i2")
             events.extend(self.endpointer.process(frame_s, self._vad.is_speech(frame)))
             self._vad_pos += n
+        ep = self.endpointer
+        if (
+            self.options.hands_free
+            and ep.speech_start_s is not None
+            and ep.now_s - ep.speech_start_s >= self.settings.max_audio_s - 1.0
+        ):
+            # Hands-free streams never end; an endless utterance (a TV) is cut here
+            # and decoded, rather than failing the whole stream.
+            events.extend(ep.force_end())
         if self.options.hands_free and self.endpointer.state is EndpointState.WAITING:
             # Keep only what the next utterance's leading padding could need.
             keep = (
@@ -364,6 +373,9 @@ class SpeechSession:
 
     async def next_utterance(self) -> FinalTranscript | None:
         """Hands-free: if the endpointer saw an utterance end, decode it and reset.
+
+        Call it after every :meth:`feed`: audio after an utterance's end is held
+        until then, within the ``max_audio_s`` bound.
 
         Returns the transcript, or None when no utterance has ended yet. Audio
         before the next utterance is dropped so memory stays bounded for days.

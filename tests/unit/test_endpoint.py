@@ -56,3 +56,10 @@ def test_speech_after_end_resumes_until_reset():
     ep.reset()
     assert ep.state is EndpointState.WAITING
     assert [k for k, _ in drive(ep, "." * 3 + "S" * 4)] == ["started"]
+
+
+def test_force_end_cuts_an_endless_utterance():
+    ep = Endpointer(CFG)
+    drive(ep, "S" * 50)
+    assert [(e.kind, round(e.at_s, 2)) for e in ep.force_end()] == [("ended", 1.5)]
+    assert ep.state is EndpointState.ENDED and ep.force_end() == []

@@ -168,3 +168,18 @@ async def test_an_oversized_chunk_is_refused_before_conversion():
     with pytest.raises(AudioTooLong):
         await session.feed(b"\x00\x00" * RATE * 30)
     assert session.samples == 0
+
+
+async def test_hands_free_cuts_endless_speech_instead_of_failing():
+    session, asr = make(
+        SessionOptions(partials=False, hands_free=True),
+        SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6), max_audio_s=3),
+    )
+    finals = []
+    for _ in range(50):  # 10 s of uninterrupted "speech", checked after each feed
+        await feed(session, tone(0.2))
+        result = await session.next_utterance()
+        if result is not None:
+            finals.append(result)
+    assert len(finals) >= 2
+    assert all(f.speech_ms <= 3000 for f in finals)
