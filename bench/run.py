@@ -260,8 +260,10 @@ async def main(runs: int, output: Path) -> None:
         "speech, just around the end of the 700 ms trailing silence. The LLM's first clause "
         f"(at {llm['tokens_per_s']:.0f} tokens/s) and its synthesis add the rest. Measured "
         "from the end of audio, which is when a client such as a Willow device closes its "
-        "request, the spoken reply starts within the time in brackets. A CUDA card removes "
-        "most of the decode time.",
+        "request, the spoken reply starts within the time in brackets. Starting the reply "
+        "from the speculative transcript only gains when that transcript is ready before "
+        "the audio ends, which this CPU barely misses; a CUDA card removes most of the "
+        "decode time.",
         "",
         "## VAD on labeled audio",
         "",
@@ -287,8 +289,8 @@ async def main(runs: int, output: Path) -> None:
         f"as speech, so utterances do not end. Silero keeps F1 {sil.f1} with end error "
         f"{sil.offset_error_ms} ms, hence the default `vad.engine: silero`. WebRTC costs "
         f"about {round(sil.us_per_frame / max(0.1, web.us_per_frame))}x less CPU per frame; "
-        "choose it for quiet rooms on very small machines. Piper's synthesis is stochastic, "
-        "so these figures move a little between runs.",
+        "choose it for quiet rooms on very small machines. The speech is Piper's with its "
+        "noise scales at 0, so the audio is the same on every run; only timings move.",
         "",
     ]
     text = "\n".join(lines)
