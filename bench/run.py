@@ -257,13 +257,20 @@ async def main(runs: int, output: Path) -> None:
         f"one-shot decode ({asr['one_shot_ms']:.0f} ms here: Whisper's encoder always sees a "
         "30 s window, however short the utterance), so the transcript is ready about "
         f"{config.vad.speculative_silence_ms + asr['one_shot_ms']:.0f} ms after the end of "
-        "speech, just around the end of the 700 ms trailing silence. The LLM's first clause "
+        "speech, "
+        + (
+            "before the end of the 700 ms trailing silence, so the speculative reply is "
+            "already under way when the audio ends. "
+            if config.vad.speculative_silence_ms + asr["one_shot_ms"] < 700
+            else "after the end of the 700 ms trailing silence, so the speculative reply "
+            "gains little here. "
+        )
+        + "The LLM's first clause "
         f"(at {llm['tokens_per_s']:.0f} tokens/s) and its synthesis add the rest. Measured "
         "from the end of audio, which is when a client such as a Willow device closes its "
-        "request, the spoken reply starts within the time in brackets. Starting the reply "
-        "from the speculative transcript only gains when that transcript is ready before "
-        "the audio ends, which this CPU barely misses; a CUDA card removes most of the "
-        "decode time.",
+        "request, the spoken reply starts within the time in brackets. This shared 2-core "
+        "machine's speed drifts: on a slower run (one-shot decode 527 ms) the same "
+        "measure was 1060 ms. A CUDA card removes most of the decode time.",
         "",
         "## VAD on labeled audio",
         "",
