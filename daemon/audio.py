@@ -8,7 +8,6 @@ Conversion happens at the edges: :class:`PcmConverter` turns arbitrary PCM chunk
 from __future__ import annotations
 
 import io
-import struct
 import wave
 from dataclasses import dataclass
 
@@ -50,9 +49,6 @@ class AudioFormat:
             raise InvalidAudio(f"sample width {self.width} bytes is not 1, 2 or 4")
         if not 1 <= self.channels <= max_channels:
             raise InvalidAudio(f"channel count {self.channels} is out of range 1..{max_channels}")
-
-
-INTERNAL = AudioFormat(RATE, WIDTH, CHANNELS)
 
 
 def pcm_to_float(pcm: bytes | np.ndarray) -> np.ndarray:
@@ -172,23 +168,6 @@ def decode_file(source: str | bytes, max_seconds: float = 3600.0) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def wav_header(
-    rate: int, channels: int = 1, width: int = 2, data_bytes: int | None = None
-) -> bytes:
-    """A RIFF/WAVE header; ``data_bytes=None`` writes the streaming (unknown) size."""
-    size = 0xFFFFFFFF if data_bytes is None else data_bytes
-    riff = 0xFFFFFFFF if data_bytes is None else 36 + data_bytes
-    block = channels * width
-    return (
-        b"RIFF"
-        + struct.pack("<I", riff)
-        + b"WAVEfmt "
-        + struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * block, block, width * 8)
-        + b"data"
-        + struct.pack("<I", size)
-    )
-
-
 def encode(pcm: bytes, rate: int, fmt: str) -> bytes:
     """Encode complete mono s16 PCM as ``wav``, ``flac`` or raw ``pcm``."""
     if fmt == "pcm":
@@ -222,8 +201,3 @@ def _encode_flac(pcm: bytes, rate: int) -> bytes:
         for packet in stream.encode(None):
             container.mux(packet)
     return buf.getvalue()
-
-
-def duration_s(samples: int, rate: int = RATE) -> float:
-    """Seconds of audio in ``samples`` samples."""
-    return samples / float(rate)

@@ -80,12 +80,6 @@ class ModelUnavailable(HearthError):
     code = "model-unavailable"
 
 
-class EngineNotReady(HearthError):
-    """Engines are still loading."""
-
-    code = "engine-not-ready"
-
-
 class LlmUnavailable(HearthError):
     """The remote LLM server failed or could not be reached."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 from .chat import ChatService
 from .errors import HearthError
@@ -77,82 +76,92 @@ class SpeechPipeline:
         """Shorthand for ``start(...).events()`` (for input that is already complete)."""
         return self.start(**kwargs).events()  # type: ignore[arg-type]
 
-    async def reply(
-        self, conversation_id: str, text: str, speak: bool, tts_options: SynthesisOptions
-    ) -> AsyncIterator[PipelineEvent]:
-        """The reply to ``text`` as events; the exchange is not yet remembered."""
-        yield ReplyStarted(conversation_id)
-        if not speak:
-            parts = []
-            async for piece in self.chat.chat(conversation_id, text, remember=False):
+
+class _Reply:
+    """A reply produced in the background from the moment it is created.
+
+    Its events wait in a queue until :meth:`events` reads them, so the same object
+    serves a reply started at the end of the input and one started speculatively.
+    The exchange is not remembered here: the run does that once the reply is used.
+    """
+
+    def __init__(
+        self,
+        pipeline: SpeechPipeline,
+        conversation_id: str,
+        text: str,
+        speak: bool,
+        tts_options: SynthesisOptions,
+    ) -> None:
+        self.text = text
+        self._chat = pipeline.chat
+        self._tts = pipeline.tts
+        self._conversation_id = conversation_id
+        self._tts_options = tts_options
+        self._out: asyncio.Queue[object] = asyncio.Queue()
+        self._task = asyncio.ensure_future(self._produce(speak))
+
+    async def _produce(self, speak: bool) -> None:
+        sentences: asyncio.Queue[str | None] | None = asyncio.Queue() if speak else None
+        await self._out.put(ReplyStarted(self._conversation_id))
+        try:
+            # A TaskGroup cancels the other stage when one fails, so a TTS error
+            # does not leave the LLM generating into the void.
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._think(sentences))
+                if sentences is not None:
+                    group.create_task(self._speak(sentences))
+        except BaseExceptionGroup as group_error:
+            await self._out.put(group_error.exceptions[0])
+        else:
+            await self._out.put(_END)
+
+    async def _think(self, sentences: asyncio.Queue[str | None] | None) -> None:
+        splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
+        parts: list[str] = []
+        try:
+            async for piece in self._chat.chat(self._conversation_id, self.text, remember=False):
                 parts.append(piece)
-                yield ReplyChunk(piece)
-            yield ReplyDone("".join(parts).strip(), conversation_id)
-            return
-        async for event in self._reply_with_speech(conversation_id, text, tts_options):
-            yield event
-
-    async def _reply_with_speech(
-        self, conversation_id: str, text: str, tts_options: SynthesisOptions
-    ) -> AsyncIterator[PipelineEvent]:
-        out: asyncio.Queue[object] = asyncio.Queue()
-        sentences: asyncio.Queue[str | None] = asyncio.Queue()
-
-        async def think() -> None:
-            splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
-            parts: list[str] = []
-            try:
-                async for piece in self.chat.chat(conversation_id, text, remember=False):
-                    parts.append(piece)
-                    await out.put(ReplyChunk(piece))
+                await self._out.put(ReplyChunk(piece))
+                if sentences is not None:
                     for sentence in splitter.feed(piece):
                         await sentences.put(sentence)
+            if sentences is not None:
                 for sentence in splitter.flush():
                     await sentences.put(sentence)
-                await out.put(ReplyDone("".join(parts).strip(), conversation_id))
-            finally:
+            await self._out.put(ReplyDone("".join(parts).strip(), self._conversation_id))
+        finally:
+            if sentences is not None:
                 await sentences.put(None)
 
-        async def speak() -> None:
-            started = False
-            while (sentence := await sentences.get()) is not None:
-                async for block in self.tts.stream(sentence, tts_options):
-                    if not started:
-                        started = True
-                        await out.put(SpeechAudioStart(block.rate))
-                    await out.put(SpeechAudio(block.pcm, block.sentence))
-            if started:
-                await out.put(SpeechAudioStop())
+    async def _speak(self, sentences: asyncio.Queue[str | None]) -> None:
+        started = False
+        while (sentence := await sentences.get()) is not None:
+            async for block in self._tts.stream(sentence, self._tts_options):
+                if not started:
+                    started = True
+                    await self._out.put(SpeechAudioStart(block.rate))
+                await self._out.put(SpeechAudio(block.pcm, block.sentence))
+        if started:
+            await self._out.put(SpeechAudioStop())
 
-        async def run_all() -> None:
-            try:
-                # A TaskGroup cancels the other stage when one fails, so a TTS error
-                # does not leave the LLM generating into the void.
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(think())
-                    group.create_task(speak())
-            except BaseExceptionGroup as group_error:
-                await out.put(group_error.exceptions[0])
-            else:
-                await out.put(_END)
-
-        runner = asyncio.create_task(run_all())
+    async def events(self) -> AsyncIterator[PipelineEvent]:
+        """Every event, those already produced first; raises the stage's error."""
         try:
-            while (item := await out.get()) is not _END:
+            while (item := await self._out.get()) is not _END:
                 if isinstance(item, BaseException):
                     raise item
                 yield item  # type: ignore[misc]
         finally:
-            await _cancel(runner)
+            await self.cancel()
 
-
-@dataclass
-class _Speculation:
-    """A reply started from a speculative transcript; its events wait in a queue."""
-
-    text: str
-    queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue)
-    task: asyncio.Task[None] | None = None
+    async def cancel(self) -> None:
+        """Stop producing (safe to call more than once)."""
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
 
 
 class PipelineRun:
@@ -176,79 +185,48 @@ class PipelineRun:
         self.tts_options = tts_options
         self.speculation_used = False
         """True when the reply came from a speculative start."""
-        self._spec: _Speculation | None = None
+        self._spec: _Reply | None = None
+        self._dropped: set[asyncio.Task[None]] = set()
         if session is not None and speculate:
             session.on_speculation(self._on_speculation)
+
+    def _new_reply(self, text: str) -> _Reply:
+        return _Reply(self.pipeline, self.conversation_id, text, self.speak, self.tts_options)
 
     def _on_speculation(self, text: str | None) -> None:
         """The session has a new speculative transcript (None: it was discarded)."""
         self._drop_speculation()
         if text and text.strip():
-            spec = _Speculation(text)
-            spec.task = asyncio.ensure_future(self._fill(spec))
-            self._spec = spec
-
-    async def _fill(self, spec: _Speculation) -> None:
-        try:
-            async for event in self.pipeline.reply(
-                self.conversation_id, spec.text, self.speak, self.tts_options
-            ):
-                await spec.queue.put(event)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - replayed to the consumer
-            await spec.queue.put(exc)
-            return
-        await spec.queue.put(_END)
+            self._spec = self._new_reply(text)
 
     def _drop_speculation(self) -> None:
         spec, self._spec = self._spec, None
-        if spec is not None and spec.task is not None:
-            spec.task.cancel()
-
-    async def _replay(self, spec: _Speculation) -> AsyncIterator[PipelineEvent]:
-        replayed = 0
-        while (item := await spec.queue.get()) is not _END:
-            if isinstance(item, BaseException):
-                if replayed:
-                    raise item
-                # Failed before it said anything (busy, say): reply the plain way.
-                _LOGGER.debug("Speculative reply failed (%s); replying again", item)
-                self.speculation_used = False
-                async for event in self.pipeline.reply(
-                    self.conversation_id, spec.text, self.speak, self.tts_options
-                ):
-                    yield event
-                return
-            replayed += 1
-            yield item  # type: ignore[misc]
-
-    async def _reply(self, text: str) -> AsyncIterator[PipelineEvent]:
-        spec = self._spec
-        if spec is not None and spec.text == text:
-            self.speculation_used = True
-            source = self._replay(spec)
-        else:
-            self._drop_speculation()
-            source = self.pipeline.reply(self.conversation_id, text, self.speak, self.tts_options)
-        async for event in source:
-            if isinstance(event, ReplyDone):
-                self.pipeline.chat.remember(self.conversation_id, text, event.text)
-            yield event
+        if spec is not None:
+            # Called from a session callback: cancel in a task of its own.
+            task = asyncio.ensure_future(spec.cancel())
+            self._dropped.add(task)
+            task.add_done_callback(self._dropped.discard)
 
     async def events(self) -> AsyncIterator[PipelineEvent]:
         """Run to the end: the final transcript (for speech), the reply, RunEnded."""
-        pipeline = self.pipeline
         try:
             if self.speak:
-                pipeline.tts.check_voice(self.tts_options)  # fail before any work
+                self.pipeline.tts.check_voice(self.tts_options)  # fail before any work
             text = self.text
             if self.session is not None:
                 final = await self.session.finish()
                 yield final
                 text = final.text
             if text and text.strip():
-                async for event in self._reply(text):
+                if self._spec is not None and self._spec.text == text:
+                    reply, self._spec = self._spec, None
+                    self.speculation_used = True
+                else:
+                    self._drop_speculation()
+                    reply = self._new_reply(text)
+                async for event in reply.events():
+                    if isinstance(event, ReplyDone):
+                        self.pipeline.chat.remember(self.conversation_id, text, event.text)
                     yield event
         except asyncio.CancelledError:
             raise
@@ -262,11 +240,3 @@ class PipelineRun:
             if self.session is not None:
                 await self.session.close()
         yield RunEnded()
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
