@@ -17,11 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
+
 from . import __version__
+from .asr.base import TranscribeOptions
 from .config import Config
 from .engines import Engines, load_engines
 from .errors import HearthError
 from .hardware import HardwareReport, probe
+from .tts.base import SynthesisOptions
 
 _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,16 +86,10 @@ class HearthService:
 
     async def _warm_up(self, engines: Engines) -> None:
         """One tiny call per engine so the first real request is not the slow one."""
-        import numpy as np
-
+        silence = np.zeros(16000, dtype=np.float32)
         for model in engines.asr.values():
-            from .asr.base import TranscribeOptions
-
-            silence = np.zeros(16000, dtype=np.float32)
             await engines.asr_pool.run(model.transcribe, silence, TranscribeOptions())
         if engines.tts is not None:
-            from .tts.base import SynthesisOptions
-
             async for _ in engines.tts.stream("Ready.", SynthesisOptions()):
                 pass
         if engines.chat is not None:

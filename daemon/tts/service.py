@@ -56,6 +56,12 @@ class TtsService:
     async def stream(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
         """Yield audio sentence by sentence as each is synthesized."""
         voice, sentences = self.prepare(text, options)
+        async for block in self._stream(voice, sentences, options):
+            yield block
+
+    async def _stream(
+        self, voice: VoiceInfo, sentences: list[str], options: SynthesisOptions
+    ) -> AsyncIterator[SentenceAudio]:
         silence_s = (
             self.sentence_silence_s
             if options.sentence_silence_s is None
@@ -91,13 +97,13 @@ class TtsService:
         With ``use_cache`` the result comes from the cache when there and is stored
         there otherwise; without it the cache is neither read nor written.
         """
-        voice, _ = self.prepare(text, options)
+        voice, sentences = self.prepare(text, options)
         key = self.key(text, options, fmt)
         if use_cache and self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
             if hit is not None:
                 return hit
-        parts = [block.pcm async for block in self.stream(text, options)]
+        parts = [block.pcm async for block in self._stream(voice, sentences, options)]
         if not any(parts):
             raise InvalidText("the text has nothing speakable in it")
         data = await asyncio.to_thread(
