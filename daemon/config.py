@@ -58,6 +58,7 @@ class HttpConfig:
 
     host: str = "0.0.0.0"
     port: int = field(default=19000, metadata=_c(min=1, max=65535))
+    cors_origins: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,33 @@ class WyomingConfig:
     """Wyoming protocol listener."""
 
     uri: str = field(default="tcp://0.0.0.0:10300", metadata=_c(check=_uri_ok))
+    max_connections: int = field(default=64, metadata=_c(min=1, max=10000))
+    max_event_bytes: int = field(default=1_048_576, metadata=_c(min=65536, max=268_435_456))
+
+
+@dataclass(frozen=True)
+class MdnsConfig:
+    """Zeroconf/mDNS advertisement of the Wyoming and HTTP services."""
+
+    enabled: bool = True
+    name: str = ""
+    interfaces: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Optional shared key for the HTTP API."""
+
+    api_key: str = ""
+
+
+@dataclass(frozen=True)
+class WillowConfig:
+    """Willow Inference Server compatibility."""
+
+    tts_sample_rate: int = field(default=16000, metadata=_c(min=8000, max=48000))
+    save_audio: bool = False
+    save_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -194,6 +222,9 @@ class Config:
     models_dir: str = ""
     http: HttpConfig = field(default_factory=HttpConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    mdns: MdnsConfig = field(default_factory=MdnsConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    willow: WillowConfig = field(default_factory=WillowConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
     vad: VadConfig = field(default_factory=VadConfig)
     tts: TtsConfig = field(default_factory=TtsConfig)
