@@ -21,7 +21,8 @@ def start(tmp_path: Path, extra: str = "") -> tuple[subprocess.Popen, str]:
     config.write_text(
         f"state_dir: {tmp_path / 'state'}\n"
         f"http:\n  host: 127.0.0.1\n  port: {port}\n"
-        f"wyoming:\n  uri: tcp://127.0.0.1:{free_port()}\n" + extra
+        f"wyoming:\n  uri: tcp://127.0.0.1:{free_port()}\n"
+        "mdns:\n  enabled: false\n" + extra
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "daemon.cli", "--config", str(config), "serve"],

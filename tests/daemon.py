@@ -1,0 +1,101 @@
+"""A real ``hearth serve`` subprocess on free loopback ports, for end-to-end tests.
+
+mDNS is off unless a test turns it on, and then it stays on the loopback
+interface: tests never advertise on the LAN.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.helpers import free_port
+
+
+class Daemon:
+    """One ``hearth serve`` process; use as a context manager."""
+
+    def __init__(self, workdir: Path, extra: str = "", mdns: bool = False) -> None:
+        self.workdir = workdir
+        self.http_port = free_port()
+        self.wyoming_port = free_port()
+        self.config_path = workdir / "config.yaml"
+        mdns_yaml = (
+            "mdns:\n  enabled: true\n  interfaces: [127.0.0.1]\n"
+            if mdns
+            else "mdns:\n  enabled: false\n"
+        )
+        self.config_path.write_text(
+            f"state_dir: {workdir / 'state'}\n"
+            f"http:\n  host: 127.0.0.1\n  port: {self.http_port}\n"
+            f"wyoming:\n  uri: tcp://127.0.0.1:{self.wyoming_port}\n" + mdns_yaml + extra
+        )
+        self.proc: subprocess.Popen[str] | None = None
+        self.output = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def wyoming_uri(self) -> str:
+        return f"tcp://127.0.0.1:{self.wyoming_port}"
+
+    def start(self, wait: bool = True, timeout: float = 120) -> Daemon:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon.cli", "--config", str(self.config_path), "serve"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=os.environ | {"HF_HUB_OFFLINE": "1"},
+        )
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Wait for /healthz to answer 200 (every engine and listener is up)."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"hearth serve exited early:\n{self.stop()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"hearth serve never became ready:\n{self.stop()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> str:
+        """Stop the process; return everything it logged."""
+        if self.proc is None:
+            return self.output
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        self.output += out or ""
+        return self.output
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.returncode
+
+    def __enter__(self) -> Daemon:
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
