@@ -47,9 +47,13 @@ def _device_ok(value: str) -> str | None:
 
 
 def _uri_ok(value: str) -> str | None:
-    if value.startswith(("tcp://", "unix://")) or value == "stdio://":
+    if value.startswith("unix://") and len(value) > len("unix://"):
         return None
-    return "must be tcp://HOST:PORT, unix://PATH or stdio://"
+    if value.startswith("tcp://"):
+        host, sep, port = value[len("tcp://") :].rpartition(":")
+        if sep and host and port.isdigit() and 1 <= int(port) <= 65535:
+            return None
+    return "must be tcp://HOST:PORT or unix://PATH"
 
 
 @dataclass(frozen=True)
@@ -370,6 +374,8 @@ def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, 
         return [_convert(item_tp, v, {}, (*path, str(i))) for i, v in enumerate(value)]
     if origin is Literal:
         choices = typing.get_args(tp)
+        if isinstance(value, bool) and "on" in choices and "off" in choices:
+            value = "on" if value else "off"  # YAML reads a bare on/off as a boolean
         if value not in choices:
             raise _Invalid(
                 path, f"must be one of {', '.join(map(str, choices))}, got {_describe(value)}"

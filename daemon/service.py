@@ -8,6 +8,7 @@ can answer 503 while engines load, then "Ready" is logged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import logging
@@ -15,7 +16,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -23,9 +24,14 @@ from . import __version__
 from .asr.base import TranscribeOptions
 from .config import Config
 from .engines import Engines, load_engines
-from .errors import HearthError
+from .errors import HearthError, ModelUnavailable
 from .hardware import HardwareReport, probe
 from .tts.base import SynthesisOptions
+
+if TYPE_CHECKING:
+    from protocols.wyoming.server import WyomingServer
+
+    from .mdns import Advertiser
 
 _LOGGER = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,6 +57,9 @@ class HearthService:
         self.state = ServiceState.STARTING
         self.error = ""
         self.started = time.monotonic()
+        self.wyoming: WyomingServer | None = None
+        self.mdns: Advertiser | None = None
+        self._mdns_start: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- views
 
@@ -81,8 +90,38 @@ class HearthService:
             self.report = await _in_daemon_thread(probe)
         self.engines = await _in_daemon_thread(load_engines, self.config, self.report)
         await self._warm_up(self.engines)
+        await self._start_listeners()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
+
+    def current_engines(self) -> Engines:
+        """The engines in use now (protocol adapters call this per request)."""
+        if self.engines is None:
+            raise ModelUnavailable("the daemon is still loading its models")
+        return self.engines
+
+    async def _start_listeners(self) -> None:
+        """Bind the Wyoming listener, then advertise both services over mDNS."""
+        from protocols.wyoming.server import WyomingServer
+
+        config = self.config
+        self.wyoming = WyomingServer(
+            config.wyoming.uri,
+            self.current_engines,
+            max_connections=config.wyoming.max_connections,
+            max_event_bytes=config.wyoming.max_event_bytes,
+            body_timeout_s=config.limits.request_timeout_s,
+        )
+        await self.wyoming.start()
+        if config.mdns.enabled:
+            from .mdns import HTTP_TYPE, WYOMING_TYPE, Advertised, Advertiser
+
+            services = [Advertised(HTTP_TYPE, config.http.port, {"path": "/"})]
+            if self.wyoming.port:
+                services.insert(0, Advertised(WYOMING_TYPE, self.wyoming.port, {}))
+            self.mdns = Advertiser(config.mdns, services)
+            # Probing for name conflicts takes seconds: do not hold up readiness.
+            self._mdns_start = asyncio.create_task(self.mdns.start(), name="mdns-start")
 
     async def _warm_up(self, engines: Engines) -> None:
         """One tiny call per engine so the first real request is not the slow one."""
@@ -149,7 +188,17 @@ class HearthService:
             server.should_exit = True
 
     async def close(self) -> None:
-        """Release engines; safe to call more than once."""
+        """Unadvertise, close listeners, release engines; safe to call more than once."""
+        mdns, self.mdns = self.mdns, None
+        if self._mdns_start is not None:
+            self._mdns_start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._mdns_start
+        if mdns is not None:
+            await mdns.close()
+        wyoming, self.wyoming = self.wyoming, None
+        if wyoming is not None:
+            await wyoming.stop()
         engines, self.engines = self.engines, None
         if engines is not None:
             if engines.llm is not None:

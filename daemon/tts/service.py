@@ -81,6 +81,26 @@ class TtsService:
         async for block in self.pool.stream(work):
             yield block
 
+    async def stream_cached(
+        self, text: str, options: SynthesisOptions, use_cache: bool = True
+    ) -> AsyncIterator[SentenceAudio]:
+        """Like :meth:`stream`, but a cached utterance comes back at once as one
+        block, and a fresh one is stored (as raw PCM) once it is complete."""
+        voice, sentences = self.prepare(text, options)
+        cache = self.cache if use_cache else None
+        key = self.key(text, options, "pcm")
+        if cache is not None:
+            hit = await asyncio.to_thread(cache.get, key)
+            if hit is not None:
+                yield SentenceAudio(hit, self.output_rate(voice, options), text)
+                return
+        parts = []
+        async for block in self._stream(voice, sentences, options):
+            parts.append(block.pcm)
+            yield block
+        if cache is not None and any(parts):
+            await asyncio.to_thread(cache.put, key, b"".join(parts))
+
     def key(self, text: str, options: SynthesisOptions, fmt: str) -> str:
         """Cache key for text spoken with these options in this format."""
         voice = options.voice or self.default_voice

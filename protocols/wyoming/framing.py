@@ -1,0 +1,106 @@
+"""Reading Wyoming events with limits.
+
+The ``wyoming`` library writes events and provides the event classes; reading is
+done here because every length on the wire comes from outside and must be bounded:
+a header line of at most 64 KiB, non-negative ``data_length``/``payload_length``
+whose sum stays under ``max_event_bytes``, and a deadline for the announced bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from wyoming.event import Event
+
+MAX_HEADER_BYTES = 64 * 1024
+"""Longest header line accepted (the JSON line before data and payload)."""
+
+
+class FrameError(Exception):
+    """A malformed event. ``fatal`` means the stream cannot be resynchronized."""
+
+    def __init__(self, message: str, fatal: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fatal = fatal
+
+
+def _length(header: dict[str, Any], key: str) -> int:
+    value = header.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FrameError(f"{key} must be a non-negative integer, got {value!r}", fatal=True)
+    return value
+
+
+def parse_header(line: bytes, max_event_bytes: int) -> tuple[dict[str, Any], int, int]:
+    """Parse one header line; return (header, data_length, payload_length)."""
+    try:
+        header = json.loads(line)
+    except (UnicodeDecodeError, ValueError):
+        raise FrameError("event header is not valid JSON", fatal=False) from None
+    if not isinstance(header, dict):
+        raise FrameError("event header must be a JSON object", fatal=False)
+    event_type = header.get("type")
+    if not isinstance(event_type, str) or not event_type or len(event_type) > 64:
+        raise FrameError("event header needs a string 'type'", fatal=False)
+    if not isinstance(header.get("data", {}), dict):
+        raise FrameError("event 'data' must be a JSON object", fatal=False)
+    data_length = _length(header, "data_length")
+    payload_length = _length(header, "payload_length")
+    if data_length + payload_length > max_event_bytes:
+        raise FrameError(
+            f"event announces {data_length + payload_length} bytes of data and payload; "
+            f"the limit is {max_event_bytes}",
+            fatal=True,
+        )
+    return header, data_length, payload_length
+
+
+async def read_event(
+    reader: asyncio.StreamReader, max_event_bytes: int, body_timeout_s: float
+) -> Event | None:
+    """The next event, or None when the peer closed the connection.
+
+    The reader must have been created with a limit of at least MAX_HEADER_BYTES
+    (``asyncio.start_server(limit=...)``). An event whose data or payload is cut off
+    by a disconnect counts as a closed connection: nothing of it is used.
+    """
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial.strip():
+            raise FrameError("connection closed in the middle of an event header", True) from None
+        return None
+    except asyncio.LimitOverrunError:
+        raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True) from None
+    if len(line) > MAX_HEADER_BYTES:
+        raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True)
+    if not line.strip():
+        raise FrameError("empty event header line", fatal=False)
+    header, data_length, payload_length = parse_header(line, max_event_bytes)
+    data: dict[str, Any] = dict(header.get("data") or {})
+    payload: bytes | None = None
+    try:
+        async with asyncio.timeout(body_timeout_s):
+            if data_length:
+                raw = await reader.readexactly(data_length)
+                try:
+                    extra = json.loads(raw)
+                except (UnicodeDecodeError, ValueError):
+                    raise FrameError("event data is not valid JSON", fatal=False) from None
+                if not isinstance(extra, dict):
+                    raise FrameError("event data must be a JSON object", fatal=False)
+                data.update(extra)
+            if payload_length:
+                payload = await reader.readexactly(payload_length)
+    except asyncio.IncompleteReadError:
+        return None
+    except TimeoutError:
+        raise FrameError(
+            f"event data or payload did not arrive within {body_timeout_s:g} s", fatal=True
+        ) from None
+    return Event(type=header["type"], data=data, payload=payload)

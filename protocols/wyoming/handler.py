@@ -1,0 +1,437 @@
+"""One Wyoming connection: events in, calls into daemon/, events out.
+
+A connection may carry many requests one after another (satellites keep theirs
+open) or just one (Home Assistant connects per request). Failures become an
+``error`` event with the HearthError's stable code; the connection lives on
+unless the byte stream itself is broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event, async_write_event
+from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop
+from wyoming.info import Describe
+from wyoming.ping import Ping, Pong
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeStopped,
+)
+from wyoming.vad import VoiceStarted, VoiceStopped
+
+from daemon import events as ev
+from daemon.asr.base import TranscribeOptions
+from daemon.audio import AudioFormat
+from daemon.engines import Engines
+from daemon.errors import HearthError, InvalidAudio, InvalidRequest, InvalidText, TextTooLong
+from daemon.session import SessionOptions, SpeechSession
+from daemon.text import SentenceSplitter
+from daemon.tts.base import SynthesisOptions
+
+from .chunks import TranscriptChunker
+from .framing import FrameError, read_event
+from .info import build_info
+
+_LOGGER = logging.getLogger(__name__)
+
+SAMPLES_PER_CHUNK = 1024
+"""Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
+
+
+def error_event(exc: BaseException) -> Event:
+    """The one mapping from failures to Wyoming ``error`` events."""
+    if isinstance(exc, HearthError):
+        return Error(text=exc.message, code=exc.code).event()
+    if isinstance(exc, FrameError):
+        return Error(text=exc.message, code="invalid-event").event()
+    return Error(text="internal error; see the daemon's log", code="internal-error").event()
+
+
+class _Stop(Exception):
+    """The connection must close (after an error event was sent)."""
+
+
+class WyomingConnection:
+    """Reads events until the peer leaves; answers each request in order."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        engines: Callable[[], Engines],
+        max_event_bytes: int,
+        body_timeout_s: float,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self._engines = engines
+        self.max_event_bytes = max_event_bytes
+        self.body_timeout_s = body_timeout_s
+        self.id = uuid.uuid4().hex[:8]
+        self._asr: _AsrRequest | None = None
+        self._asr_failed = False
+        self._transcribe = Transcribe()
+        self._tts: _TtsStream | None = None
+        self._handling = False
+
+    @property
+    def busy(self) -> bool:
+        """A request is in progress (shutdown lets it finish)."""
+        return self._handling or self._asr is not None or self._tts is not None
+
+    @property
+    def engines(self) -> Engines:
+        """The engines in use now."""
+        return self._engines()
+
+    async def write(self, event: Event) -> None:
+        """Send one event."""
+        await async_write_event(event, self.writer)
+
+    async def run(self) -> None:
+        """Serve the connection until it closes."""
+        try:
+            while True:
+                try:
+                    event = await read_event(self.reader, self.max_event_bytes, self.body_timeout_s)
+                except FrameError as exc:
+                    _LOGGER.info("[%s] bad event: %s", self.id, exc.message)
+                    await self.write(error_event(exc))
+                    if exc.fatal:
+                        return
+                    continue
+                if event is None:
+                    return
+                try:
+                    self._handling = True
+                    await self.handle(event)
+                except HearthError as exc:
+                    _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
+                    await self.write(error_event(exc))
+                except (KeyError, TypeError, ValueError) as exc:
+                    _LOGGER.info("[%s] malformed %s event: %r", self.id, event.type, exc)
+                    problem = f"malformed '{event.type}' event ({type(exc).__name__}: {exc})"
+                    await self.write(Error(text=problem, code="invalid-event").event())
+                finally:
+                    self._handling = False
+        except _Stop:
+            pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            _LOGGER.debug("[%s] connection lost", self.id)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """End open requests and the connection."""
+        if self._asr is not None:
+            await self._asr.session.close()
+            self._asr = None
+        if self._tts is not None:
+            await self._tts.cancel()
+            self._tts = None
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+    # ------------------------------------------------------------------ dispatch
+
+    async def handle(self, event: Event) -> None:
+        """Answer one event (HearthError becomes an ``error`` event)."""
+        kind = event.type
+        if Describe.is_type(kind):
+            await self.write(build_info(self.engines).event())
+        elif Ping.is_type(kind):
+            await self.write(Pong(text=Ping.from_event(event).text).event())
+        elif Transcribe.is_type(kind):
+            self._transcribe = Transcribe.from_event(event)
+            self.engines.asr_model(self._transcribe.name)  # unknown model: error now
+        elif AudioStart.is_type(kind):
+            await self._audio_start(AudioStart.from_event(event))
+        elif AudioChunk.is_type(kind):
+            await self._audio_chunk(event)
+        elif AudioStop.is_type(kind):
+            await self._audio_stop()
+        elif Synthesize.is_type(kind):
+            if self._tts is None:  # inside a stream it is the copy for old servers
+                await self._synthesize(Synthesize.from_event(event))
+        elif SynthesizeStart.is_type(kind):
+            await self._synthesize_start(SynthesizeStart.from_event(event))
+        elif SynthesizeChunk.is_type(kind):
+            await self._synthesize_chunk(SynthesizeChunk.from_event(event))
+        elif SynthesizeStop.is_type(kind):
+            await self._synthesize_stop()
+        elif Transcript.is_type(kind):
+            await self._handle_text(event)
+        else:
+            raise InvalidRequest(f"unsupported event type '{kind}'")
+
+    # ------------------------------------------------------------------ ASR
+
+    async def _audio_start(self, start: AudioStart) -> None:
+        if self._asr is not None:
+            await self._asr.session.close()
+            self._asr = None
+        self._asr_failed = False
+        request = self._transcribe
+        self._transcribe = Transcribe()
+        try:
+            self._asr = _AsrRequest(
+                self, request, AudioFormat(start.rate, start.width, start.channels)
+            )
+        except HearthError:
+            self._asr_failed = True
+            raise
+        await self.write(TranscriptStart(language=self._asr.language).event())
+
+    async def _audio_chunk(self, event: Event) -> None:
+        if self._asr is None:
+            if self._asr_failed:
+                return  # the error was reported; the rest of this stream is dropped
+            self._asr_failed = True
+            raise InvalidAudio("audio-chunk before audio-start")
+        try:
+            chunk = AudioChunk.from_event(event)
+        except (KeyError, TypeError, ValueError):
+            await self._fail_asr()
+            raise InvalidAudio("audio-chunk needs rate, width and channels") from None
+        try:
+            await self._asr.feed(AudioFormat(chunk.rate, chunk.width, chunk.channels), chunk.audio)
+        except HearthError:
+            await self._fail_asr()
+            raise
+
+    async def _fail_asr(self) -> None:
+        if self._asr is not None:
+            await self._asr.session.close()
+        self._asr = None
+        self._asr_failed = True
+
+    async def _audio_stop(self) -> None:
+        request, self._asr = self._asr, None
+        if request is None:
+            if self._asr_failed:
+                self._asr_failed = False
+                return
+            raise InvalidAudio("audio-stop before audio-start")
+        try:
+            await request.finish()
+        finally:
+            await request.session.close()
+
+    # ------------------------------------------------------------------ TTS
+
+    def _synthesis_options(self, voice: Any) -> SynthesisOptions:
+        engines = self.engines
+        if engines.tts is None:
+            raise InvalidRequest("text-to-speech is not enabled")
+        name = getattr(voice, "name", None) or None
+        language = getattr(voice, "language", None) or None
+        if name is None and language:
+            name = _voice_for_language(engines, language)
+        options = SynthesisOptions(voice=name, speaker=getattr(voice, "speaker", None) or None)
+        engines.tts.check_voice(options)
+        return options
+
+    async def _synthesize(self, request: Synthesize) -> None:
+        options = self._synthesis_options(request.voice)
+        tts = self.engines.tts
+        assert tts is not None
+        await _speak(self, tts.stream_cached(request.text, options))
+
+    async def _synthesize_start(self, start: SynthesizeStart) -> None:
+        if self._tts is not None:
+            await self._tts.cancel()
+            self._tts = None
+        self._tts = _TtsStream(self, self._synthesis_options(start.voice))
+
+    async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
+        if self._tts is None:
+            raise InvalidRequest("synthesize-chunk before synthesize-start")
+        try:
+            self._tts.add(chunk.text)
+        except HearthError:
+            await self._tts.cancel()
+            self._tts = None
+            raise
+
+    async def _synthesize_stop(self) -> None:
+        stream, self._tts = self._tts, None
+        if stream is None:
+            raise InvalidRequest("synthesize-stop before synthesize-start")
+        try:
+            await stream.finish()
+        finally:
+            await self.write(SynthesizeStopped().event())
+
+    # ------------------------------------------------------------------ conversation
+
+    async def _handle_text(self, event: Event) -> None:
+        chat = self.engines.chat
+        if chat is None:
+            raise InvalidRequest("the conversation agent (LLM) is not enabled")
+        text = event.data.get("text")
+        if not isinstance(text, str):
+            raise InvalidText("transcript needs a 'text' string")
+        raw_context = event.data.get("context")
+        context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
+        conversation_id = str(context.get("conversation_id") or "")[:128]
+        stream = chat.chat(conversation_id, text)
+        # The first piece validates the prompt: a bad one is an error before any output.
+        first = await anext(stream, "")
+        await self.write(HandledStart(context=context or None).event())
+        parts: list[str] = []
+        try:
+            if first:
+                parts.append(first)
+                await self.write(HandledChunk(text=first).event())
+            async for piece in stream:
+                parts.append(piece)
+                await self.write(HandledChunk(text=piece).event())
+        except HearthError as exc:
+            await self.write(error_event(exc))
+            await self.write(HandledStop().event())
+            return
+        await self.write(Handled(text="".join(parts).strip(), context=context or None).event())
+        await self.write(HandledStop().event())
+
+
+def _voice_for_language(engines: Engines, language: str) -> str | None:
+    """The default voice if it speaks ``language``, else the first voice that does."""
+    voices = engines.voices.list()
+    wanted = language.lower().replace("-", "_")
+    default = engines.config.tts.default_voice
+
+    def speaks(voice_language: str) -> bool:
+        have = voice_language.lower().replace("-", "_")
+        return have == wanted or have.split("_")[0] == wanted.split("_")[0]
+
+    matches = [v.name for v in voices if speaks(v.language)]
+    if not matches:
+        return None  # the default voice answers
+    return default if default in matches else matches[0]
+
+
+async def _speak(conn: WyomingConnection, blocks: Any) -> None:
+    """One audio-start / audio-chunk... / audio-stop group for some sentences."""
+    started = False
+    rate = 0
+    async for block in blocks:
+        if not started:
+            rate = block.rate
+            await conn.write(AudioStart(rate=rate, width=2, channels=1).event())
+            started = True
+        step = SAMPLES_PER_CHUNK * 2
+        for offset in range(0, len(block.pcm), step):
+            await conn.write(
+                AudioChunk(
+                    rate=rate, width=2, channels=1, audio=block.pcm[offset : offset + step]
+                ).event()
+            )
+    if started:
+        await conn.write(AudioStop().event())
+
+
+class _AsrRequest:
+    """One transcribe request: a speech session plus streaming bookkeeping."""
+
+    def __init__(self, conn: WyomingConnection, request: Transcribe, fmt: AudioFormat) -> None:
+        self.conn = conn
+        engines = conn.engines
+        options = SessionOptions(
+            transcribe=TranscribeOptions(language=request.language or None),
+            partials=engines.partials,
+        )
+        fmt.validate(engines.config.limits.max_sample_rate, engines.config.limits.max_channels)
+        self.session: SpeechSession = engines.new_session(request.name, options)
+        self.session.start(fmt)
+        self.language = request.language or self.session.asr.languages[0]
+        self.chunker = TranscriptChunker()
+
+    async def feed(self, fmt: AudioFormat, pcm: bytes) -> None:
+        self.session.start(fmt)
+        if pcm:
+            await self.session.feed(pcm)
+        await self._forward(self.session.pending_events())
+
+    async def finish(self) -> None:
+        final = await self.session.finish()
+        await self._forward(self.session.pending_events())
+        delta = self.chunker.final(final.text)
+        if delta:
+            await self.conn.write(TranscriptChunk(text=delta).event())
+        await self.conn.write(Transcript(text=final.text, language=final.language).event())
+        await self.conn.write(TranscriptStop().event())
+
+    async def _forward(self, events: list[Any]) -> None:
+        for event in events:
+            if isinstance(event, ev.VoiceStarted):
+                await self.conn.write(VoiceStarted(timestamp=event.at_ms).event())
+            elif isinstance(event, ev.VoiceStopped):
+                await self.conn.write(VoiceStopped(timestamp=event.at_ms).event())
+            elif isinstance(event, ev.PartialTranscript):
+                delta = self.chunker.partial(event.text)
+                if delta:
+                    await self.conn.write(TranscriptChunk(text=delta).event())
+
+
+class _TtsStream:
+    """Streaming synthesis: text arrives in pieces, audio leaves per sentence."""
+
+    def __init__(self, conn: WyomingConnection, options: SynthesisOptions) -> None:
+        self.conn = conn
+        self.options = options
+        self.splitter = SentenceSplitter()
+        self.chars = 0
+        self.max_chars = conn.engines.config.limits.max_text_chars
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
+        self.error: HearthError | None = None
+
+    def add(self, text: str) -> None:
+        if self.error is not None:
+            raise self.error
+        self.chars += len(text)
+        if self.chars > self.max_chars:
+            raise TextTooLong(
+                f"streamed text is over {self.max_chars} characters (limits.max_text_chars)"
+            )
+        for sentence in self.splitter.feed(text):
+            self.queue.put_nowait(sentence)
+
+    async def finish(self) -> None:
+        for sentence in self.splitter.flush():
+            self.queue.put_nowait(sentence)
+        self.queue.put_nowait(None)
+        await self.task
+        if self.error is not None:
+            raise self.error
+
+    async def cancel(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self.task
+
+    async def _run(self) -> None:
+        tts = self.conn.engines.tts
+        assert tts is not None
+        while (sentence := await self.queue.get()) is not None:
+            if self.error is not None:
+                continue
+            try:
+                await _speak(self.conn, tts.stream_cached(sentence, self.options))
+            except InvalidText:
+                continue  # a "sentence" with nothing speakable (e.g. only punctuation)
+            except HearthError as exc:
+                self.error = exc

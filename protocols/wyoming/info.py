@@ -1,0 +1,101 @@
+"""The ``info`` answer to ``describe``: what Home Assistant offers as entities.
+
+Built on every request from the loaded engines and the voice store, so a voice
+added to the store appears in the next ``info`` without a restart.
+"""
+
+from __future__ import annotations
+
+from wyoming.info import (
+    AsrModel,
+    AsrProgram,
+    Attribution,
+    HandleModel,
+    HandleProgram,
+    Info,
+    TtsProgram,
+    TtsVoice,
+    TtsVoiceSpeaker,
+)
+
+from daemon import __version__
+from daemon.engines import Engines
+
+HEARTH = Attribution(name="Hearth", url="")
+WHISPER = Attribution(
+    name="OpenAI Whisper (faster-whisper)", url="https://github.com/openai/whisper"
+)
+
+
+def build_info(engines: Engines) -> Info:
+    """Every ASR model, every voice in the store, and the LLM as a handler."""
+    asr_models = [
+        AsrModel(
+            name=name,
+            attribution=WHISPER,
+            installed=True,
+            description=f"Whisper {name} on {model.device}",
+            version=__version__,
+            languages=list(model.languages),
+        )
+        for name, model in engines.asr.items()
+    ]
+    voices = [
+        TtsVoice(
+            name=voice.name,
+            attribution=Attribution(name=voice.attribution_name, url=voice.attribution_url),
+            installed=True,
+            description=voice.display_name,
+            version=__version__,
+            languages=[voice.language],
+            speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
+        )
+        for voice in engines.voices.list()
+    ]
+    info = Info(
+        asr=[
+            AsrProgram(
+                name="hearth-asr",
+                attribution=HEARTH,
+                installed=bool(asr_models),
+                description="Hearth speech-to-text (VAD-gated, speculative Whisper)",
+                version=__version__,
+                models=asr_models,
+                supports_transcript_streaming=True,
+            )
+        ],
+        tts=[
+            TtsProgram(
+                name="hearth-tts",
+                attribution=HEARTH,
+                installed=engines.tts is not None and bool(voices),
+                description="Hearth text-to-speech (Piper)",
+                version=__version__,
+                voices=voices,
+                supports_synthesize_streaming=True,
+            )
+        ],
+    )
+    if engines.llm is not None:
+        languages = sorted({lang for m in engines.asr.values() for lang in m.languages})
+        info.handle = [
+            HandleProgram(
+                name="hearth-llm",
+                attribution=HEARTH,
+                installed=True,
+                description="Hearth conversation agent (local or remote LLM)",
+                version=__version__,
+                models=[
+                    HandleModel(
+                        name=engines.llm.name,
+                        attribution=HEARTH,
+                        installed=True,
+                        description=f"{engines.llm.name} on {engines.llm.device}",
+                        version=__version__,
+                        languages=languages or ["en"],
+                    )
+                ],
+                supports_handled_streaming=True,
+            )
+        ]
+    return info

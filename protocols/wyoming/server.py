@@ -1,0 +1,108 @@
+"""The Wyoming listener: TCP or a Unix socket, with a cap on connections."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from wyoming.error import Error
+from wyoming.event import async_write_event
+
+from daemon.engines import Engines
+
+from .framing import MAX_HEADER_BYTES
+from .handler import WyomingConnection
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class WyomingServer:
+    """Accepts connections on ``uri`` and serves each with a WyomingConnection."""
+
+    def __init__(
+        self,
+        uri: str,
+        engines: Callable[[], Engines],
+        max_connections: int,
+        max_event_bytes: int,
+        body_timeout_s: float,
+    ) -> None:
+        self.uri = uri
+        self._engines = engines
+        self.max_connections = max_connections
+        self.max_event_bytes = max_event_bytes
+        self.body_timeout_s = body_timeout_s
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: dict[asyncio.Task[None], WyomingConnection] = {}
+        self.port = 0
+        """The bound TCP port (0 for a Unix socket)."""
+
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return len(self._tasks)
+
+    async def start(self) -> None:
+        """Bind the listener (raises OSError when the address is taken)."""
+        if self.uri.startswith("unix://"):
+            path = Path(self.uri[len("unix://") :])
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISSOCK(path.stat().st_mode):
+                    path.unlink()  # a stale socket from an earlier run
+            self._server = await asyncio.start_unix_server(
+                self._accept, path=str(path), limit=MAX_HEADER_BYTES + 1
+            )
+            os.chmod(path, 0o660)
+        else:
+            host, _, port = self.uri[len("tcp://") :].rpartition(":")
+            host = host.strip("[]")
+            self._server = await asyncio.start_server(
+                self._accept, host=host, port=int(port), limit=MAX_HEADER_BYTES + 1
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        _LOGGER.info("Wyoming listening on %s", self.uri)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._tasks) >= self.max_connections:
+            _LOGGER.warning("Wyoming connection refused: %d already open", len(self._tasks))
+            with contextlib.suppress(Exception):
+                limit = self.max_connections
+                busy = Error(
+                    text=f"too many connections (wyoming.max_connections is {limit})", code="busy"
+                )
+                await asyncio.wait_for(async_write_event(busy.event(), writer), 5)
+            writer.close()
+            return
+        connection = WyomingConnection(
+            reader, writer, self._engines, self.max_event_bytes, self.body_timeout_s
+        )
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks[task] = connection
+        try:
+            await connection.run()
+        except Exception:  # noqa: BLE001 - one broken connection must not hurt the others
+            _LOGGER.exception("Wyoming connection %s failed", connection.id)
+        finally:
+            self._tasks.pop(task, None)
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting; let open requests end within ``grace_s``, then cancel."""
+        if self._server is None:
+            return
+        self._server.close()
+        for task, connection in list(self._tasks.items()):
+            if not connection.busy:
+                task.cancel()  # idle between requests: nothing to finish
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
+            for task in pending:
+                task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._server.wait_closed(), 2)
+        self._server = None
