@@ -119,6 +119,24 @@ class ChatService:
         if remember:
             self.remember(conversation_id, text, "".join(parts).strip())
 
+    async def complete(
+        self, messages: list[ChatMessage], sampling: Sampling | None = None
+    ) -> AsyncIterator[str]:
+        """Stream the LLM's reply to a client's whole message list (no stored history).
+
+        The messages are used as given (OpenAI semantics: the client sends its own
+        system prompt); the same prompt limits apply as to :meth:`chat`.
+        """
+        if not any(m.content.strip() for m in messages if m.role != "system"):
+            raise InvalidText("the prompt is empty")
+        chars = sum(len(m.content) for m in messages)
+        if chars > self.settings.max_prompt_chars:
+            raise TextTooLong(
+                f"prompt is {chars} characters; the limit is {self.settings.max_prompt_chars}"
+            )
+        async for piece in self.llm.stream_chat(messages, sampling or self.settings.sampling):
+            yield piece
+
     async def warm_up(self) -> None:
         """One short completion: loads the weights into the caches and, for a local
         model, keeps the system prompt's evaluated prefix for the first request."""

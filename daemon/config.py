@@ -97,6 +97,8 @@ class WillowConfig:
     tts_sample_rate: int = field(default=16000, metadata=_c(min=8000, max=48000))
     save_audio: bool = False
     save_dir: str = ""
+    speculative_silence_ms: int = field(default=120, metadata=_c(min=30, max=5000))
+    padding_ms: int = field(default=120, metadata=_c(min=0, max=2000))
 
 
 @dataclass(frozen=True)
@@ -440,6 +442,12 @@ def _cross_checks(config: Config) -> None:
             ("vad", "speculative_silence_ms"),
             f"must not exceed vad.trailing_silence_ms ({config.vad.trailing_silence_ms}), "
             f"got {config.vad.speculative_silence_ms}",
+        )
+    if config.willow.speculative_silence_ms > config.vad.trailing_silence_ms:
+        raise _Invalid(
+            ("willow", "speculative_silence_ms"),
+            f"must not exceed vad.trailing_silence_ms ({config.vad.trailing_silence_ms}), "
+            f"got {config.willow.speculative_silence_ms}",
         )
     if config.llm.backend == "remote" and not config.llm.remote.base_url:
         raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")

@@ -106,9 +106,15 @@ class Engines:
         return self.asr[key]
 
     def new_session(
-        self, model: str | None = None, options: SessionOptions | None = None
+        self,
+        model: str | None = None,
+        options: SessionOptions | None = None,
+        settings: SessionSettings | None = None,
     ) -> SpeechSession:
-        """A speech session for one utterance (or a hands-free stream)."""
+        """A speech session for one utterance (or a hands-free stream).
+
+        ``settings`` replaces the daemon-wide session settings (a protocol whose
+        clients end their uploads sooner may speculate sooner)."""
         assert self.vad is not None, "engines not loaded"
         options = options or SessionOptions(partials=self.partials)
         return SpeechSession(
@@ -116,7 +122,7 @@ class Engines:
             self.asr_pool,
             self.vad,
             self.vad_pool,
-            self.session_settings,
+            settings or self.session_settings,
             options,
         )
 

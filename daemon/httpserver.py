@@ -1,4 +1,4 @@
-"""uvicorn's server with SIGTERM/SIGINT owned by the daemon."""
+"""uvicorn's server with SIGTERM/SIGINT owned by the daemon, and lenient request lines."""
 
 from __future__ import annotations
 
@@ -6,12 +6,79 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Iterator
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 _LOGGER = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+MAX_REQUEST_LINE = 65536
+"""Longest request line held back for repair (bytes); longer ones go to the parser as is."""
+_HEX = b"0123456789abcdefABCDEF"
+_UNSAFE = frozenset(b' "#<>\\^`{|}') | frozenset(range(0x20)) | frozenset(range(0x7F, 0x100))
+
+
+def repair_request_line(line: bytes) -> bytes:
+    """Percent-encode what is not allowed in a request target, as nginx tolerates it.
+
+    Willow devices append the text to speak to their TTS URL without encoding it, so
+    ``GET /api/tts?text=Turn on the light. HTTP/1.1`` must parse. The target is
+    everything between the method and the last ``HTTP/x.y``; spaces, ``#``, quotes,
+    control and non-ASCII bytes in it are encoded, and a ``%`` that starts no escape
+    becomes ``%25``. A valid request line comes back unchanged.
+    """
+    parts = line.split(b" ")
+    if len(parts) < 3 or not parts[-1].startswith(b"HTTP/"):
+        return line
+    target = b" ".join(parts[1:-1])
+    out = bytearray()
+    for i, byte in enumerate(target):
+        if byte == 0x25 and not (
+            i + 2 < len(target) and target[i + 1] in _HEX and target[i + 2] in _HEX
+        ):
+            out += b"%25"
+        elif byte in _UNSAFE:
+            out += b"%%%02X" % byte
+        else:
+            out.append(byte)
+    return parts[0] + b" " + bytes(out) + b" " + parts[-1]
+
+
+class LenientHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with each request line repaired before parsing."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._at_request_line = True
+        self._held = b""
+
+    def on_message_begin(self) -> None:
+        """The parser started a request: its line has been repaired already."""
+        self._at_request_line = False
+        super().on_message_begin()
+
+    def on_message_complete(self) -> None:
+        """The next bytes on this connection start a new request line."""
+        super().on_message_complete()
+        self._at_request_line = True
+
+    def data_received(self, data: bytes) -> None:
+        """Hold bytes until the request line is complete, repair it, then parse.
+
+        A request pipelined into the same read as the previous one is parsed as is.
+        """
+        if self._at_request_line:
+            data = self._held + data
+            end = data.find(b"\r\n")
+            if end < 0 and len(data) < MAX_REQUEST_LINE:
+                self._held = data
+                return
+            self._held = b""
+            if end >= 0:
+                data = repair_request_line(data[:end]) + data[end:]
+        super().data_received(data)
 
 
 class DaemonServer(uvicorn.Server):
@@ -21,6 +88,13 @@ class DaemonServer(uvicorn.Server):
     with the signal's status; a service stopped on purpose must exit 0. A second
     signal forces the exit.
     """
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start listening, with request lines repaired (see LenientHttpToolsProtocol)."""
+        # "auto" resolves to HttpToolsProtocol itself when httptools is installed.
+        if self.config.http_protocol_class is HttpToolsProtocol:
+            self.config.http_protocol_class = LenientHttpToolsProtocol
+        await super().startup(sockets)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -365,6 +365,14 @@ class SpeechSession:
             speculative=speculative,
         )
 
+    def utterance_audio(self) -> np.ndarray | None:
+        """The trimmed utterance as 16 kHz float32 (None without speech).
+
+        For a second decode of the same speech (a translation) after :meth:`finish`.
+        """
+        rng = self._speech_range()
+        return None if rng is None else self._slice(*rng)
+
     def _language(self) -> str:
         lang = self.options.transcribe.language
         return (

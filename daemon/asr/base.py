@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +21,8 @@ class TranscribeOptions:
     """ISO code; None uses the model default, "auto" detects."""
     task: Literal["transcribe", "translate"] = "transcribe"
     initial_prompt: str | None = None
+    timestamps: bool = False
+    """Decode segment timestamps (subtitles); off is faster."""
 
     def __post_init__(self) -> None:
         if self.beam_size is not None and not 1 <= self.beam_size <= 10:
@@ -35,6 +38,17 @@ class TranscribeOptions:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A piece of a transcript with its place in the audio."""
+
+    start_s: float
+    """Start (s from the beginning of the audio)."""
+    end_s: float
+    """End (s)."""
+    text: str
+
+
+@dataclass(frozen=True)
 class Transcript:
     """A finished transcription."""
 
@@ -43,6 +57,8 @@ class Transcript:
     audio_s: float
     """Seconds of audio decoded."""
     language_probability: float = 1.0
+    segments: tuple[Segment, ...] = ()
+    """Timed pieces, where the model reports them."""
 
 
 class AsrModel(ABC):
@@ -55,3 +71,14 @@ class AsrModel(ABC):
     @abstractmethod
     def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
         """Decode 16 kHz mono float32 audio (blocking; call from a worker)."""
+
+    def transcribe_segments(
+        self, audio: np.ndarray, options: TranscribeOptions
+    ) -> Iterator[Segment | Transcript]:
+        """Yield segments as they are decoded, then the whole Transcript (blocking).
+
+        The default decodes everything at once; models that decode lazily override it.
+        """
+        result = self.transcribe(audio, options)
+        yield from result.segments or (Segment(0.0, result.audio_s, result.text),)
+        yield result

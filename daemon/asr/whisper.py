@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..audio import RATE
-from .base import AsrModel, TranscribeOptions, Transcript
+from .base import AsrModel, Segment, TranscribeOptions, Transcript
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -62,11 +63,24 @@ class WhisperAsr(AsrModel):
 
         Args:
             audio: samples in [-1, 1] at 16 kHz.
-            options: beam size, language (None: default, "auto": detect), task, prompt.
+            options: beam size, language (None: default, "auto": detect), task, prompt,
+                timestamps.
 
         Returns:
-            The joined text of every segment, and the language used or detected.
+            The joined text of every segment, the segments, and the language used or
+            detected.
         """
+        result = None
+        for item in self.transcribe_segments(audio, options):
+            if isinstance(item, Transcript):
+                result = item
+        assert result is not None
+        return result
+
+    def transcribe_segments(
+        self, audio: np.ndarray, options: TranscribeOptions
+    ) -> Iterator[Segment | Transcript]:
+        """Yield each segment as faster-whisper decodes it, then the Transcript."""
         language = options.language
         if language is None:
             language = self.default_language or None
@@ -82,14 +96,19 @@ class WhisperAsr(AsrModel):
             task=task,
             initial_prompt=options.initial_prompt,
             condition_on_previous_text=False,
-            without_timestamps=True,
+            without_timestamps=not options.timestamps,
             vad_filter=False,
         )
         # The generator decodes lazily: consume it here, inside the worker.
-        text = "".join(segment.text for segment in segments).strip()
-        return Transcript(
-            text=text,
+        parts: list[Segment] = []
+        for segment in segments:
+            piece = Segment(float(segment.start), float(segment.end), segment.text.strip())
+            parts.append(piece)
+            yield piece
+        yield Transcript(
+            text=" ".join(p.text for p in parts if p.text),
             language=info.language,
             audio_s=len(audio) / RATE,
             language_probability=float(info.language_probability or 1.0),
+            segments=tuple(parts),
         )
