@@ -21,7 +21,9 @@ from tests.helpers import free_port
 class Daemon:
     """One ``hearth serve`` process; use as a context manager."""
 
-    def __init__(self, workdir: Path, extra: str = "", mdns: bool = False) -> None:
+    def __init__(
+        self, workdir: Path, extra: str = "", mdns: bool = False, wyoming: str = ""
+    ) -> None:
         self.workdir = workdir
         self.http_port = free_port()
         self.wyoming_port = free_port()
@@ -34,7 +36,7 @@ class Daemon:
         self.config_path.write_text(
             f"state_dir: {workdir / 'state'}\n"
             f"http:\n  host: 127.0.0.1\n  port: {self.http_port}\n"
-            f"wyoming:\n  uri: tcp://127.0.0.1:{self.wyoming_port}\n" + mdns_yaml + extra
+            f"wyoming:\n  uri: tcp://127.0.0.1:{self.wyoming_port}\n{wyoming}" + mdns_yaml + extra
         )
         self.proc: subprocess.Popen[str] | None = None
         self.output = ""

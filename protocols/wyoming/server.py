@@ -86,6 +86,8 @@ class WyomingServer:
         self._tasks[task] = connection
         try:
             await connection.run()
+        except asyncio.CancelledError:
+            pass  # shutdown; this task is the connection's own, nobody awaits it
         except Exception:  # noqa: BLE001 - one broken connection must not hurt the others
             _LOGGER.exception("Wyoming connection %s failed", connection.id)
         finally:
