@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import os
-import platform
 import resource
 import statistics
 import sys
@@ -29,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.results import machine, write_section  # noqa: E402
 from daemon.asr.base import TranscribeOptions  # noqa: E402
 from daemon.audio import RATE, AudioFormat, pcm_to_float  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
@@ -48,20 +47,6 @@ CHUNK_S = 0.02
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    report = probe()
-    gpu = ", ".join(g.name for g in report.gpus) or "no GPU"
-    return f"{cpu}, {os.cpu_count()} cores, {gpu}, Python {platform.python_version()}"
 
 
 async def speak(engines: Engines, text: str) -> np.ndarray:
@@ -216,7 +201,7 @@ async def main(runs: int, output: Path) -> None:
 
     today = datetime.date.today().isoformat()
     lines = [
-        "# Benchmark results",
+        "## Core engines",
         "",
         f"Machine: {machine()}. Date: {today}. Medians of {runs} runs; engines on CPU "
         f"with the embedded models (tiny.en int8, en_US-joe-medium, SmolLM2-135M Q4_1). "
@@ -302,7 +287,7 @@ async def main(runs: int, output: Path) -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    output.write_text(text)
+    write_section("core", text, output)
 
 
 if __name__ == "__main__":
