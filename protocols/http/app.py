@@ -1,21 +1,22 @@
-"""The HTTP application: health, ping and OpenAPI docs; protocol routers mount here."""
+"""The HTTP application: health, docs, and the protocol routers.
+
+Every route but ``/api/ping`` and ``/healthz`` needs the API key when
+``auth.api_key`` is set (see :mod:`protocols.http.auth`), the docs included.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi import Depends, FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from daemon import __version__
 
+from . import errors, openai_api, willow, willow_chat, willow_speech
+from .auth import require_api_key
+from .common import BodyLimit, ServiceView
 
-class ServiceView(Protocol):
-    """What the HTTP app needs from the running service."""
-
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, details)."""
-        ...
+__all__ = ["ServiceView", "create_app"]
 
 
 def create_app(service: ServiceView) -> FastAPI:
@@ -24,7 +25,13 @@ def create_app(service: ServiceView) -> FastAPI:
         title="Hearth",
         version=__version__,
         description="Self-hosted voice daemon: speech-to-text, text-to-speech and chat.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
+    app.state.service = service
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=service.config.limits.max_upload_mb * 1_000_000)
 
     @app.get("/api/ping", tags=["health"])
     async def ping() -> dict[str, str]:
@@ -37,4 +44,14 @@ def create_app(service: ServiceView) -> FastAPI:
         ready, details = service.health()
         return JSONResponse(details, status_code=200 if ready else 503)
 
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_api_key)])
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Hearth API")
+
+    for module in (willow, willow_speech, willow_chat, openai_api):
+        app.include_router(module.router)
     return app

@@ -1,0 +1,90 @@
+"""What every HTTP route shares: the service, the engines once loaded, upload limits."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from daemon.config import Config
+from daemon.engines import Engines
+
+from .errors import HttpError, error_response
+
+
+class ServiceView(Protocol):
+    """What the HTTP app needs from the running service."""
+
+    config: Config
+    engines: Engines | None
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, details)."""
+        ...
+
+
+def service_of(conn: HTTPConnection) -> ServiceView:
+    """The service this app serves."""
+    service: ServiceView = conn.app.state.service
+    return service
+
+
+def config_of(conn: HTTPConnection) -> Config:
+    """The daemon's configuration."""
+    return service_of(conn).config
+
+
+async def ready_engines(conn: HTTPConnection) -> Engines:
+    """FastAPI dependency: the loaded engines, or 503 while they load."""
+    engines = service_of(conn).engines
+    if engines is None:
+        raise HttpError("not-ready", "Hearth is still loading its engines; try again shortly")
+    return engines
+
+
+def require(engine: object | None, what: str) -> Any:
+    """``engine`` itself, or 503 when that engine is not loaded."""
+    if engine is None:
+        raise HttpError("model-unavailable", f"the {what} engine is not loaded")
+    return engine
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies over ``limits.max_upload_mb`` with 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self) -> HttpError:
+        mb = self.max_bytes / 1_000_000
+        return HttpError("upload-too-large", f"the request body exceeds {mb:g} MB")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the declared length first, then count what arrives."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    response = error_response(scope["path"], self._too_large())
+                    await response(scope, receive, send)
+                    return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise self._too_large()
+            return message
+
+        await self.app(scope, counted, send)

@@ -1,0 +1,115 @@
+"""The one place where error codes become HTTP statuses and JSON bodies.
+
+Routes raise :class:`daemon.errors.HearthError` subclasses (or :class:`HttpError`
+for conditions that only exist in HTTP); the handlers installed by
+:func:`install` answer with the status from :data:`STATUS` and a body in the
+caller's dialect: OpenAI's ``{"error": {"message", "type", "code"}}`` under
+``/v1``, the Willow Inference Server's ``{"error": ...}`` everywhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from daemon.errors import HearthError
+
+_LOGGER = logging.getLogger(__name__)
+
+STATUS: dict[str, int] = {
+    "invalid-audio": 400,
+    "invalid-text": 400,
+    "invalid-request": 400,
+    "unauthorized": 401,
+    "unknown-model": 404,
+    "unknown-voice": 404,
+    "voice-not-authorized": 406,
+    "audio-too-long": 413,
+    "text-too-long": 413,
+    "prompt-too-long": 413,
+    "upload-too-large": 413,
+    "not-implemented": 501,
+    "llm-unavailable": 502,
+    "model-unavailable": 503,
+    "busy": 503,
+    "not-ready": 503,
+    "timeout": 504,
+    "invalid-config": 500,
+    "internal-error": 500,
+}
+"""HTTP status of every error code a client may see."""
+
+WILLOW_AUDIO_ERROR = "Invalid audio"
+"""The exact text Willow Inference Server answers for audio it cannot use."""
+
+
+class HttpError(HearthError):
+    """An error that only exists at the HTTP edge (auth, readiness, limits)."""
+
+    def __init__(self, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.headers = headers or {}
+
+
+def timed_out(seconds: float) -> HttpError:
+    """The error for a request that ran past ``limits.request_timeout_s``."""
+    return HttpError("timeout", f"the request took longer than {seconds:g} s")
+
+
+def status_of(code: str) -> int:
+    """The HTTP status for an error code (500 for codes not listed)."""
+    return STATUS.get(code, 500)
+
+
+def error_body(path: str, code: str, message: str) -> dict[str, object]:
+    """The JSON body for an error on ``path``."""
+    if path.startswith("/v1/"):
+        kind = "server_error" if status_of(code) >= 500 else "invalid_request_error"
+        if code == "unauthorized":
+            kind = "authentication_error"
+        return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+    # Willow devices show "error"; WIS's own text for bad audio is kept verbatim.
+    text = WILLOW_AUDIO_ERROR if code in ("invalid-audio", "audio-too-long") else message
+    return {"error": text, "code": code, "detail": message}
+
+
+def error_response(path: str, exc: HearthError) -> JSONResponse:
+    """A JSON response for a typed error."""
+    status = status_of(exc.code)
+    if status >= 500 and exc.code not in ("busy", "not-ready", "llm-unavailable"):
+        _LOGGER.warning("%s failed: %s: %s", path, exc.code, exc.message)
+    headers = dict(getattr(exc, "headers", {}) or {})
+    if exc.code in ("busy", "not-ready"):
+        headers.setdefault("Retry-After", "1")
+    return JSONResponse(error_body(path, exc.code, exc.message), status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    """Install the handlers that turn errors into JSON responses."""
+
+    async def on_hearth_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HearthError)
+        return error_response(request.url.path, exc)
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg')}"
+            for e in exc.errors()
+        )
+        return error_response(request.url.path, HttpError("invalid-request", problems))
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "invalid-request")
+        body = error_body(request.url.path, code, str(exc.detail))
+        return JSONResponse(body, exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(HearthError, on_hearth_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)

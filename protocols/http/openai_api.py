@@ -1,0 +1,270 @@
+"""OpenAI-compatible endpoints: transcriptions, speech, chat completions and models.
+
+The official ``openai`` client works against ``http://host:19000/v1`` with the API
+key (any string when none is configured). Model and voice names of OpenAI's own
+(``whisper-1``, ``alloy``...) mean Hearth's defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Form, Request, UploadFile
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.audio_stream import output_format
+from daemon.chat import ChatService
+from daemon.engines import Engines
+from daemon.errors import HearthError, InvalidRequest
+from daemon.llm.base import ChatMessage, Sampling
+from daemon.transcribe import decode_upload, stream_segments, transcribe_samples
+from daemon.tts.streaming import open_speech
+
+from . import formats
+from .auth import require_api_key
+from .common import config_of, ready_engines, require
+from .errors import timed_out
+from .names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name, synthesis_options
+
+router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
+SPEECH_RATE = 24000
+"""OpenAI's speech comes at 24 kHz (raw ``pcm`` clients assume it)."""
+CREATED = int(time.time())
+
+
+@router.post("/audio/transcriptions", summary="Transcribe an audio file")
+async def transcriptions(
+    request: Request,
+    file: UploadFile,
+    model: str = Form("whisper-1"),
+    language: str | None = Form(None),
+    prompt: str | None = Form(None),
+    response_format: str = Form("json"),
+    temperature: float = Form(0.0),
+    stream: bool = Form(False),
+    engines: Engines = Depends(ready_engines),
+) -> Response:
+    """Text of ``file`` (any format PyAV reads); ``stream=true`` sends server-sent
+    ``transcript.text.delta`` events as segments are decoded, then
+    ``transcript.text.done``. ``temperature`` is accepted and ignored."""
+    limits = config_of(request).limits
+    fmt = formats.check_response_format(response_format)
+    name = asr_model_name(engines, model, OPENAI_ASR_MODELS)
+    engines.asr_model(name)
+    options = TranscribeOptions(
+        language=language or None,
+        initial_prompt=prompt or None,
+        timestamps=fmt in ("srt", "vtt", "verbose_json"),
+    )
+    data = await file.read()
+    try:
+        async with asyncio.timeout(limits.request_timeout_s):
+            samples = await decode_upload(data, limits.max_file_audio_s)
+            if stream:
+                items = stream_segments(engines, samples, name, options)
+                return StreamingResponse(_transcript_events(items), media_type="text/event-stream")
+            result = await transcribe_samples(engines, samples, name, options)
+    except TimeoutError:
+        raise timed_out(limits.request_timeout_s) from None
+    if fmt == "text":
+        return PlainTextResponse(result.text + "\n")
+    if fmt == "srt":
+        return PlainTextResponse(formats.to_srt(result.segments))
+    if fmt == "vtt":
+        return PlainTextResponse(formats.to_vtt(result.segments), media_type="text/vtt")
+    if fmt == "verbose_json":
+        return JSONResponse(
+            formats.verbose_json(
+                result.text, result.language, result.audio_ms / 1000, result.segments
+            )
+        )
+    return JSONResponse({"text": result.text})
+
+
+async def _transcript_events(items: AsyncIterator[Segment | Transcript]) -> AsyncIterator[bytes]:
+    text = ""
+    try:
+        async for item in items:
+            if isinstance(item, Segment) and item.text:
+                delta = (" " if text else "") + item.text
+                text += delta
+                yield formats.sse({"type": "transcript.text.delta", "delta": delta})
+            elif isinstance(item, Transcript):
+                yield formats.sse({"type": "transcript.text.done", "text": item.text})
+    except HearthError as exc:
+        yield formats.sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
+
+
+class SpeechRequest(BaseModel):
+    """``POST /v1/audio/speech`` body."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = "tts-1"
+    input: str
+    voice: str = "alloy"
+    response_format: str = "mp3"
+    speed: float = 1.0
+    instructions: str | None = None
+    """Accepted and ignored: Piper voices take no instructions."""
+    stream_format: Literal["audio"] = "audio"
+
+
+@router.post("/audio/speech", summary="Speak text")
+async def speech(
+    body: SpeechRequest, request: Request, engines: Engines = Depends(ready_engines)
+) -> StreamingResponse:
+    """Audio of ``input`` (wav, flac, mp3, opus, aac, pcm) at 24 kHz, streamed as each
+    sentence is spoken. OpenAI voice names mean the default voice."""
+    tts = require(engines.tts, "TTS")
+    fmt = output_format(body.response_format)
+    options = synthesis_options(
+        engines, body.voice, OPENAI_VOICES, speed=body.speed, sample_rate=SPEECH_RATE
+    )
+    audio = await open_speech(tts, body.input, options, fmt)
+    return StreamingResponse(audio.chunks, media_type=fmt.media_type)
+
+
+class ChatRequest(BaseModel):
+    """``POST /v1/chat/completions`` body (the parts Hearth uses)."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = ""
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool = False
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    top_p: float | None = Field(None, ge=0.0, le=1.0)
+    max_tokens: int | None = Field(None, ge=1, le=32768)
+    max_completion_tokens: int | None = Field(None, ge=1, le=32768)
+    n: int = Field(1, ge=1, le=1)
+
+
+ROLES: dict[str, Literal["system", "user", "assistant"]] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+}
+
+
+def chat_messages(raw: list[dict[str, Any]]) -> list[ChatMessage]:
+    """OpenAI messages (string or text-part content) as chat turns."""
+    out = []
+    for message in raw:
+        role = ROLES.get(str(message.get("role", "")))
+        if role is None:
+            raise InvalidRequest(f"unsupported message role {str(message.get('role'))[:32]!r}")
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+            )
+        if not isinstance(content, str):
+            raise InvalidRequest("message content must be a string or a list of text parts")
+        out.append(ChatMessage(role, content))
+    return out
+
+
+@router.post("/chat/completions", summary="Chat with the LLM")
+async def chat_completions(
+    body: ChatRequest, engines: Engines = Depends(ready_engines)
+) -> Response:
+    """A reply from the configured LLM (local or remote); ``stream`` sends SSE chunks."""
+    chat: ChatService = require(engines.chat, "LLM")
+    messages = chat_messages(body.messages)
+    base = chat.settings.sampling
+    sampling = Sampling(
+        temperature=base.temperature if body.temperature is None else body.temperature,
+        top_p=base.top_p if body.top_p is None else body.top_p,
+        max_tokens=body.max_completion_tokens or body.max_tokens or base.max_tokens,
+    )
+    model = body.model or chat.llm.name
+    reply_id = f"chatcmpl-{uuid.uuid4().hex}"
+    pieces = chat.complete(messages, sampling)
+    if body.stream:
+        first = await _first_piece(pieces)  # errors before any byte become statuses
+        return StreamingResponse(
+            _chat_chunks(reply_id, model, first, pieces), media_type="text/event-stream"
+        )
+    text = "".join([piece async for piece in pieces])
+    prompt_tokens = chat.llm.count_tokens(messages)
+    completion_tokens = chat.llm.count_tokens([ChatMessage("assistant", text)])
+    return JSONResponse(
+        {
+            "id": reply_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
+
+
+async def _first_piece(pieces: AsyncIterator[str]) -> str | None:
+    try:
+        return await anext(pieces)
+    except StopAsyncIteration:
+        return None
+
+
+async def _chat_chunks(
+    reply_id: str, model: str, first: str | None, pieces: AsyncIterator[str]
+) -> AsyncIterator[bytes]:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, str], finish: str | None = None) -> bytes:
+        return formats.sse(
+            {
+                "id": reply_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+
+    yield chunk({"role": "assistant", "content": ""})
+    finish = "stop"
+    if first is not None:
+        yield chunk({"content": first})
+        try:
+            async for piece in pieces:
+                yield chunk({"content": piece})
+        except HearthError as exc:
+            yield formats.sse({"error": {"message": exc.message, "code": exc.code}})
+            finish = "error"
+    yield chunk({}, finish)
+    yield formats.sse("[DONE]")
+
+
+@router.get("/models", summary="Models Hearth serves")
+async def models(engines: Engines = Depends(ready_engines)) -> dict[str, Any]:
+    """ASR models, the LLM and the TTS engine, as OpenAI lists models."""
+    ids = list(engines.asr)
+    if engines.llm is not None:
+        ids.append(engines.llm.name)
+    if engines.tts is not None:
+        ids.append("piper")
+    return {
+        "object": "list",
+        "data": [
+            {"id": name, "object": "model", "created": CREATED, "owned_by": "hearth"}
+            for name in ids
+        ],
+    }

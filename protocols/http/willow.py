@@ -1,0 +1,223 @@
+"""Willow Inference Server speech-to-text: ``POST /api/willow`` and ``POST /api/asr``.
+
+``/api/willow`` reads the device's chunked upload as it arrives and feeds every
+chunk to a speech session, which endpoints it and starts decoding when the person
+pauses; WIS waits for the whole body before it begins. ``/api/asr`` transcribes an
+uploaded file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import uuid
+import wave
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request, UploadFile
+from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
+
+from daemon.asr.base import TranscribeOptions
+from daemon.audio import AudioFormat
+from daemon.config import Config
+from daemon.engines import Engines
+from daemon.errors import InvalidAudio
+from daemon.session import SessionOptions, SessionSettings, SpeechSession
+from daemon.transcribe import decode_upload, transcribe_samples, translate_audio
+
+from .auth import require_api_key
+from .common import config_of, ready_engines
+from .errors import HttpError, timed_out
+from .names import WIS_MODELS, asr_model_name
+from .willow_audio import BodyDecoder, body_decoder, parse_audio_headers
+
+_LOGGER = logging.getLogger(__name__)
+router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
+
+MODEL_HELP = "ASR model name; WIS names (tiny, base, small, medium, large) mean the default"
+
+
+def transcribe_options(
+    beam_size: int | None, detect_language: bool, force_language: str | None
+) -> TranscribeOptions:
+    """WIS query parameters as decoding options (InvalidRequest when out of range)."""
+    language = force_language.strip().lower() if force_language else None
+    if language is None and detect_language:
+        language = "auto"
+    return TranscribeOptions(beam_size=beam_size, language=language)
+
+
+def willow_settings(engines: Engines, config: Config) -> SessionSettings:
+    """Session settings for device uploads, which end soon after the speaker pauses."""
+    base = engines.session_settings
+    return dataclasses.replace(
+        base,
+        padding_s=config.willow.padding_ms / 1000,
+        endpoint=dataclasses.replace(
+            base.endpoint, speculative_silence_s=config.willow.speculative_silence_ms / 1000
+        ),
+    )
+
+
+async def feed_body(
+    request: Request,
+    session: SpeechSession,
+    decoder: BodyDecoder,
+    kept: list[bytes] | None = None,
+) -> None:
+    """Feed the request body to the session chunk by chunk, as it arrives.
+
+    Raises InvalidAudio when the body holds no audio at all.
+    """
+
+    async def feed(pcm: bytes) -> None:
+        assert decoder.fmt is not None
+        session.start(decoder.fmt)
+        await session.feed(pcm)
+        if kept is not None:
+            kept.append(pcm)
+
+    async for chunk in request.stream():
+        if chunk and (pcm := decoder.feed(chunk)):
+            await feed(pcm)
+    if tail := await asyncio.to_thread(decoder.finish):
+        await feed(tail)
+    if session.samples == 0:
+        raise InvalidAudio("the body holds no audio")
+
+
+def wis_response(
+    text: str,
+    language: str,
+    infer_ms: float,
+    audio_ms: int,
+    stats: bool,
+    translation: str | None = None,
+) -> dict[str, Any]:
+    """The JSON WIS answers: language and text; stats and translation when asked."""
+    body: dict[str, Any] = {"language": language, "text": text}
+    if stats:
+        body = {
+            "infer_time": round(infer_ms, 1),
+            "infer_speedup": int(audio_ms // infer_ms) if infer_ms > 0 else 0,
+            "audio_duration": audio_ms,
+        } | body
+    if translation is not None:
+        body["translation"] = translation
+    return body
+
+
+def save_upload(config: Config, fmt: AudioFormat, parts: list[bytes]) -> Path:
+    """Write an upload as a WAV file under ``willow.save_dir`` (blocking)."""
+    folder = (
+        Path(config.willow.save_dir).expanduser()
+        if config.willow.save_dir
+        else config.state_path / "saved_audio"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"willow-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(fmt.channels)
+        out.setsampwidth(fmt.width)
+        out.setframerate(fmt.rate)
+        out.writeframes(b"".join(parts))
+    return path
+
+
+@router.post("/api/willow", summary="Speech from a Willow device (chunked, real time)")
+async def willow(
+    request: Request,
+    engines: Engines = Depends(ready_engines),
+    model: str | None = Query(None, description=MODEL_HELP),
+    beam_size: int | None = Query(None, description="1-10; default: the model's"),
+    detect_language: bool = Query(False, description="detect the spoken language"),
+    force_language: str | None = Query(None, description="ISO language code"),
+    translate: bool = Query(False, description="also return an English translation"),
+    stats: bool = Query(False, description="add infer_time, infer_speedup, audio_duration"),
+    save_audio: bool = Query(False, description="store the audio (only if willow.save_audio)"),
+    voice_auth: bool = Query(False, description="speaker verification: refused, see README"),
+) -> Response:
+    """Transcribe the body while it streams in; answers ``{"language", "text"}``.
+
+    Headers: ``x-audio-codec`` (pcm, wav, amrwb, or anything PyAV decodes) and, for
+    pcm, ``x-audio-sample-rate``, ``x-audio-bits``, ``x-audio-channel``.
+    """
+    if voice_auth:
+        # Fail closed: Hearth has no enrolled voices, which is what WIS answers then.
+        raise HttpError("voice-not-authorized", "Hearth does not verify speakers' voices")
+    config = config_of(request)
+    limits = config.limits
+    codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
+    options = transcribe_options(beam_size, detect_language, force_language)
+    session = engines.new_session(
+        asr_model_name(engines, model, WIS_MODELS),
+        SessionOptions(transcribe=options, partials=False),
+        willow_settings(engines, config),
+    )
+    decoder = body_decoder(codec, fmt, limits.max_audio_s)
+    kept: list[bytes] | None = [] if save_audio and config.willow.save_audio else None
+    try:
+        async with asyncio.timeout(limits.request_timeout_s):
+            await feed_body(request, session, decoder, kept)
+            final = await session.finish()
+            translation = None
+            if translate:
+                audio = session.utterance_audio()
+                translation = (
+                    final.text
+                    if audio is None
+                    else await translate_audio(engines, session.asr, audio, options, final.text)
+                )
+    except ClientDisconnect:
+        _LOGGER.info("A Willow upload was cut off before its end; nothing to answer")
+        return Response(status_code=400)
+    except TimeoutError:
+        raise timed_out(limits.request_timeout_s) from None
+    finally:
+        await session.close()
+    if kept and decoder.fmt is not None:
+        path = await asyncio.to_thread(save_upload, config, decoder.fmt, kept)
+        _LOGGER.info("Saved Willow audio to %s", path)
+    _LOGGER.debug(
+        "Willow: %d ms of audio, final %.0f ms after the body (speculative %s)",
+        final.audio_ms,
+        final.decode_ms,
+        final.speculative,
+    )
+    body = wis_response(
+        final.text, final.language, final.decode_ms, final.audio_ms, stats, translation
+    )
+    return JSONResponse(body)
+
+
+@router.post("/api/asr", summary="Transcribe an uploaded audio file")
+async def asr(
+    request: Request,
+    audio_file: UploadFile,
+    engines: Engines = Depends(ready_engines),
+    model: str | None = Query(None, description=MODEL_HELP),
+    beam_size: int | None = Query(None, description="1-10; default: the model's"),
+    detect_language: bool = Query(False, description="detect the spoken language"),
+    force_language: str | None = Query(None, description="ISO language code"),
+    translate: bool = Query(False, description="also return an English translation"),
+) -> JSONResponse:
+    """Multipart ``audio_file`` in any format PyAV reads; answers text and timings."""
+    limits = config_of(request).limits
+    options = transcribe_options(beam_size, detect_language, force_language)
+    name = asr_model_name(engines, model, WIS_MODELS)
+    engines.asr_model(name)  # an unknown model fails before the upload is decoded
+    data = await audio_file.read()
+    try:
+        async with asyncio.timeout(limits.request_timeout_s):
+            samples = await decode_upload(data, limits.max_file_audio_s)
+            result = await transcribe_samples(engines, samples, name, options, translate)
+    except TimeoutError:
+        raise timed_out(limits.request_timeout_s) from None
+    body = wis_response(
+        result.text, result.language, result.infer_ms, result.audio_ms, True, result.translation
+    )
+    return JSONResponse(body)

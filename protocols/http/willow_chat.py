@@ -1,0 +1,65 @@
+"""Willow Inference Server chat: ``GET /api/chatbot`` and WebSocket ``/api/ws/chatbot``."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from fastapi import APIRouter, Depends, Query, WebSocket, WebSocketDisconnect
+
+from daemon.chat import ChatService
+from daemon.engines import Engines
+from daemon.errors import HearthError
+
+from .auth import check_api_key, require_api_key
+from .common import ready_engines, require, service_of
+
+_LOGGER = logging.getLogger(__name__)
+router = APIRouter(tags=["willow"])
+END_OF_REPLY = ""
+"""The WebSocket frame that ends each streamed reply."""
+
+
+@router.get("/api/chatbot", summary="Ask the LLM", dependencies=[Depends(require_api_key)])
+async def chatbot(
+    text: str = Query(..., description="the prompt"),
+    conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
+    engines: Engines = Depends(ready_engines),
+) -> dict[str, str]:
+    """``{"response": ...}``: the LLM's whole reply."""
+    chat: ChatService = require(engines.chat, "LLM")
+    reply = "".join([piece async for piece in chat.chat(conversation_id, text)])
+    return {"response": reply.strip()}
+
+
+@router.websocket("/api/ws/chatbot")
+async def ws_chatbot(websocket: WebSocket) -> None:
+    """Text in, the reply streamed out as text frames, then an empty frame.
+
+    The connection is one conversation: earlier exchanges are remembered. An error
+    is sent as a frame ``error: <code>: <message>`` followed by the empty frame.
+    Without a valid API key (when one is set) the handshake is refused (403).
+    """
+    try:
+        check_api_key(websocket)
+    except HearthError:
+        await websocket.close(code=1008, reason="a valid API key is required")
+        return
+    engines = service_of(websocket).engines
+    if engines is None or engines.chat is None:
+        await websocket.close(code=1013, reason="Hearth is still loading its engines")
+        return
+    chat = engines.chat
+    await websocket.accept()
+    conversation = uuid.uuid4().hex
+    try:
+        while True:
+            text = await websocket.receive_text()
+            try:
+                async for piece in chat.chat(conversation, text):
+                    await websocket.send_text(piece)
+            except HearthError as exc:
+                await websocket.send_text(f"error: {exc.code}: {exc.message}")
+            await websocket.send_text(END_OF_REPLY)
+    except WebSocketDisconnect:
+        _LOGGER.debug("Chat WebSocket closed")

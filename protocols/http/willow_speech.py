@@ -1,0 +1,226 @@
+"""Willow Inference Server speech out: ``/api/tts``, ``/api/speaker`` and ``/api/sts``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from daemon.audio_stream import StreamEncoder, output_format
+from daemon.engines import Engines
+from daemon.errors import InvalidAudio, InvalidRequest
+from daemon.events import (
+    FinalTranscript,
+    PipelineEvent,
+    ReplyChunk,
+    RunEnded,
+    RunError,
+    SpeechAudio,
+    SpeechAudioStart,
+    SpeechAudioStop,
+)
+from daemon.session import SessionOptions
+from daemon.tts.streaming import open_speech
+
+from .auth import require_api_key
+from .common import config_of, ready_engines, require
+from .errors import HttpError
+from .names import WIS_MODELS, WIS_SPEAKERS, asr_model_name, synthesis_options
+from .rawquery import raw_params
+from .willow import feed_body, transcribe_options, willow_settings
+from .willow_audio import INTERNAL, body_decoder, parse_audio_headers
+
+_LOGGER = logging.getLogger(__name__)
+router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
+TRUE = ("1", "true", "yes", "on")
+
+
+@router.get("/api/tts", summary="Speak text (Willow devices' TTS URL)")
+async def tts(
+    request: Request,
+    engines: Engines = Depends(ready_engines),
+    text: str | None = Query(None, description="text to speak; may be sent unencoded, last"),
+    format: str = Query("wav", description="wav, flac, mp3, opus, aac or pcm"),
+    speaker: str | None = Query(None, description="a voice, or a speaker of the default voice"),
+    nocache: bool = Query(False, description="synthesize anew; neither read nor fill the cache"),
+) -> StreamingResponse:
+    """Audio at ``willow.tts_sample_rate``, streamed sentence by sentence.
+
+    Willow firmware appends the text without URL encoding; the raw query string is
+    read so that spaces, ``&``, ``+`` and punctuation in the text survive.
+    """
+    params = raw_params(request.scope.get("query_string", b"").decode("latin-1"))
+    text = params.get("text")
+    if text is None:
+        raise InvalidRequest("the text query parameter is missing")
+    tts_service = require(engines.tts, "TTS")
+    options = synthesis_options(
+        engines,
+        params.get("speaker"),
+        WIS_SPEAKERS,
+        sample_rate=config_of(request).willow.tts_sample_rate,
+    )
+    fmt = output_format(params.get("format") or "wav")
+    use_cache = params.get("nocache", "").strip().lower() not in TRUE
+    speech = await open_speech(tts_service, text, options, fmt, use_cache)
+    headers = {"X-Cache": "hit" if speech.cached else "miss"}
+    return StreamingResponse(speech.chunks, media_type=fmt.media_type, headers=headers)
+
+
+@router.get("/api/speaker", summary="Voices that can speak")
+async def list_speakers(engines: Engines = Depends(ready_engines)) -> dict[str, list[str]]:
+    """``{"speakers": [...]}``: every voice in the voice store."""
+    return {"speakers": [voice.name for voice in engines.voices.list()]}
+
+
+NO_CUSTOM_VOICES = (
+    "adding or removing voices over HTTP is not supported yet: put a Piper voice folder "
+    "(model .onnx and its .onnx.json) in voices.dir; it is usable without a restart"
+)
+
+
+@router.post("/api/speaker", summary="Add a custom voice (not supported yet: 501)")
+async def add_speaker() -> Response:
+    """WIS enrolls a custom voice here; Hearth's voice store cannot add one yet."""
+    raise HttpError("not-implemented", NO_CUSTOM_VOICES)
+
+
+@router.delete("/api/speaker", summary="Remove a custom voice (not supported yet: 501)")
+async def delete_speaker() -> Response:
+    """WIS removes a custom voice here; Hearth's voice store cannot remove one yet."""
+    raise HttpError("not-implemented", NO_CUSTOM_VOICES)
+
+
+@router.post("/api/sts", summary="Speech in, spoken reply out")
+async def sts(
+    request: Request,
+    engines: Engines = Depends(ready_engines),
+    model: str | None = Query(None, description="ASR model name"),
+    beam_size: int | None = Query(None, description="1-10; default: the model's"),
+    detect_language: bool = Query(False, description="detect the spoken language"),
+    force_language: str | None = Query(None, description="ISO language code"),
+    speaker: str | None = Query(None, description="voice of the reply"),
+    format: str = Query("wav", description="wav, flac, mp3, opus, aac or pcm"),
+    conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
+) -> Response:
+    """Speech → transcript → LLM → speech, streamed from the first spoken sentence.
+
+    The body is raw audio with the ``x-audio-*`` headers of ``/api/willow`` (read as
+    it arrives), or a multipart ``audio_file``. Response headers, URL-encoded:
+    ``X-Transcript``; ``X-Reply``, the reply text written by the time audio starts;
+    ``X-Reply-Complete`` (``true`` when that is the whole reply). 204 when no
+    speech was heard.
+    """
+    config = config_of(request)
+    limits = config.limits
+    pipeline = require(engines.pipeline, "speech pipeline")
+    fmt = output_format(format)
+    tts_options = synthesis_options(
+        engines, speaker, WIS_SPEAKERS, sample_rate=config.willow.tts_sample_rate
+    )
+    options = transcribe_options(beam_size, detect_language, force_language)
+    multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
+    if multipart:
+        form = await request.form()
+        upload = form.get("audio_file")
+        if upload is None or isinstance(upload, str):
+            raise InvalidAudio("the multipart field audio_file is missing")
+        decoder = body_decoder("file", None, limits.max_audio_s)
+        decoder.feed(await upload.read())
+    else:
+        codec, pcm_fmt = parse_audio_headers(
+            request.headers, limits.max_sample_rate, limits.max_channels
+        )
+        decoder = body_decoder(codec, pcm_fmt, limits.max_audio_s)
+    session = engines.new_session(
+        asr_model_name(engines, model, WIS_MODELS),
+        SessionOptions(transcribe=options, partials=False),
+        willow_settings(engines, config),
+    )
+    run = pipeline.start(
+        session=session,
+        conversation_id=conversation_id or uuid.uuid4().hex,
+        speak=True,
+        tts_options=tts_options,
+    )
+    events = run.events()
+    assert isinstance(events, AsyncGenerator)
+    try:
+        if multipart:
+            session.start(INTERNAL)
+            pcm = await asyncio.to_thread(decoder.finish)
+            if not pcm:
+                raise InvalidAudio("the file holds no audio")
+            await session.feed(pcm)
+        else:
+            await feed_body(request, session, decoder)
+        head = await _until_audio(events)
+    except BaseException:
+        await events.aclose()
+        await session.close()
+        raise
+    if head.rate is None:
+        await events.aclose()
+        return Response(status_code=204, headers=head.headers())
+    body = _audio(events, StreamEncoder(fmt, head.rate))
+    return StreamingResponse(body, media_type=fmt.media_type, headers=head.headers())
+
+
+class _Head:
+    """What is known when the first audio is ready."""
+
+    def __init__(self) -> None:
+        self.transcript = ""
+        self.reply: list[str] = []
+        self.rate: int | None = None
+        self.complete = False
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Transcript": quote(self.transcript),
+            "X-Reply": quote("".join(self.reply).strip()),
+            "X-Reply-Complete": "true" if self.complete else "false",
+        }
+
+
+async def _until_audio(events: AsyncIterator[PipelineEvent]) -> _Head:
+    """Read events up to the first audio (or the end); raise the run's error."""
+    head = _Head()
+    async for event in events:
+        if isinstance(event, FinalTranscript):
+            head.transcript = event.text
+        elif isinstance(event, ReplyChunk):
+            head.reply.append(event.text)
+        elif isinstance(event, RunError):
+            raise HttpError(event.code, event.message)
+        elif isinstance(event, SpeechAudioStart):
+            head.rate = event.rate
+            return head
+        elif isinstance(event, RunEnded):
+            head.complete = True
+            return head
+    return head
+
+
+async def _audio(
+    events: AsyncGenerator[PipelineEvent, None], encoder: StreamEncoder
+) -> AsyncIterator[bytes]:
+    """Encode the spoken reply as its events arrive."""
+    try:
+        async for event in events:
+            if isinstance(event, SpeechAudio):
+                if data := await asyncio.to_thread(encoder.write, event.pcm):
+                    yield data
+            elif isinstance(event, SpeechAudioStop):
+                if data := await asyncio.to_thread(encoder.close):
+                    yield data
+            elif isinstance(event, RunError):
+                _LOGGER.warning("Spoken reply failed mid-stream: %s: %s", event.code, event.message)
+    finally:
+        await events.aclose()
+        await asyncio.to_thread(encoder.close)
