@@ -14,8 +14,14 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 _LOGGER = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-MAX_REQUEST_LINE = 65536
+MAX_REQUEST_LINE = 1 << 20
 """Longest request line held back for repair (bytes); longer ones go to the parser as is."""
+MAX_TARGET = 65000
+"""Longest request target served: uvicorn's URL parser keeps offsets in 16 bits."""
+URI_TOO_LONG = (
+    b'{"error":"the URL is longer than 65000 bytes; send long text in a POST body",'
+    b'"code":"uri-too-long"}'
+)
 _HEX = b"0123456789abcdefABCDEF"
 _UNSAFE = frozenset(b' "#<>\\^`{|}') | frozenset(range(0x20)) | frozenset(range(0x7F, 0x100))
 
@@ -77,8 +83,20 @@ class LenientHttpToolsProtocol(HttpToolsProtocol):
                 return
             self._held = b""
             if end >= 0:
-                data = repair_request_line(data[:end]) + data[end:]
+                line = repair_request_line(data[:end])
+                if len(line) > MAX_TARGET:
+                    self._refuse_long_uri()
+                    return
+                data = line + data[end:]
         super().data_received(data)
+
+    def _refuse_long_uri(self) -> None:
+        """Answer 414 with a JSON body, as the app would, and close."""
+        self.transport.write(
+            b"HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(URI_TOO_LONG), URI_TOO_LONG)
+        )
+        self.transport.close()
 
 
 class DaemonServer(uvicorn.Server):
