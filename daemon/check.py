@@ -57,6 +57,21 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         models["tts"] = {"error": str(exc)}
         problems.append(str(exc))
     out["models"] = models
+    if config.https.enabled:
+        from .tls import certificate_files, fingerprint
+
+        try:
+            # The certificate the daemon will serve (a self-signed one is made now if
+            # none exists yet, so the fingerprint can be checked before first use).
+            cert, _ = certificate_files(config)
+            out["https"] = {
+                "url": f"https://<this host>:{config.https.port}",
+                "certificate": str(cert),
+                "sha256": fingerprint(cert),
+            }
+        except (HearthError, OSError, ValueError) as exc:
+            out["https"] = {"error": str(exc)}
+            problems.append(f"https: {exc}")
     out["plan"] = [
         {"engine": p.name, "device": p.label, "compute_type": p.compute_type, "reasons": p.reasons}
         for p in plan(engine_requests(config), report)
@@ -99,6 +114,13 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     )
     for note in hw["notes"]:
         print(f"note        {note}")
+    if "https" in out:
+        https = out["https"]
+        if "sha256" in https:
+            print(f"HTTPS       {https['url']}, certificate {https['certificate']}")
+            print(f"            SHA-256 {https['sha256']}")
+        else:
+            print(f"HTTPS       {https['error']}")
     print("\nmodels")
     for name, info in out["models"].items():
         detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"

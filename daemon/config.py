@@ -66,6 +66,29 @@ class HttpConfig:
 
 
 @dataclass(frozen=True)
+class HttpsConfig:
+    """The HTTP API over TLS (browsers give microphone access on secure origins only)."""
+
+    enabled: bool = True
+    port: int = field(default=19001, metadata=_c(min=1, max=65535))
+    cert_file: str = ""
+    key_file: str = ""
+
+
+@dataclass(frozen=True)
+class WebRtcConfig:
+    """WebRTC media sessions (browsers, the Home Assistant card)."""
+
+    ice_servers: list[str] = field(default_factory=list)
+    ice_username: str = ""
+    ice_credential: str = ""
+    port_min: int = field(default=10000, metadata=_c(min=1024, max=65535))
+    port_max: int = field(default=10049, metadata=_c(min=1024, max=65535))
+    max_sessions: int = field(default=16, metadata=_c(min=1, max=1000))
+    idle_timeout_s: float = field(default=300.0, metadata=_c(min=10.0, max=2_592_000.0))
+
+
+@dataclass(frozen=True)
 class WyomingConfig:
     """Wyoming protocol listener."""
 
@@ -227,6 +250,8 @@ class Config:
     state_dir: str = ""
     models_dir: str = ""
     http: HttpConfig = field(default_factory=HttpConfig)
+    https: HttpsConfig = field(default_factory=HttpsConfig)
+    webrtc: WebRtcConfig = field(default_factory=WebRtcConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     mdns: MdnsConfig = field(default_factory=MdnsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
@@ -263,6 +288,11 @@ class Config:
         if self.voices.dir:
             return Path(os.path.expanduser(self.voices.dir))
         return self.state_path / "voices"
+
+    @property
+    def tls_path(self) -> Path:
+        """Where the generated self-signed certificate lives."""
+        return self.state_path / "tls"
 
     @property
     def tts_cache_path(self) -> Path:
@@ -449,6 +479,14 @@ def _cross_checks(config: Config) -> None:
             f"must not exceed vad.trailing_silence_ms ({config.vad.trailing_silence_ms}), "
             f"got {config.willow.speculative_silence_ms}",
         )
+    if config.webrtc.port_min > config.webrtc.port_max:
+        raise _Invalid(
+            ("webrtc", "port_min"),
+            f"must not exceed webrtc.port_max ({config.webrtc.port_max}), "
+            f"got {config.webrtc.port_min}",
+        )
+    if bool(config.https.cert_file) != bool(config.https.key_file):
+        raise _Invalid(("https", "cert_file"), "cert_file and key_file must be set together")
     if config.llm.backend == "remote" and not config.llm.remote.base_url:
         raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")
 

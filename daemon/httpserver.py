@@ -104,8 +104,14 @@ class DaemonServer(uvicorn.Server):
 
     uvicorn re-raises a caught signal after shutting down, which ends the process
     with the signal's status; a service stopped on purpose must exit 0. A second
-    signal forces the exit.
+    signal forces the exit. With several listeners (HTTP and HTTPS) the first owns
+    the signals and stops its ``followers`` with itself.
     """
+
+    def __init__(self, config: uvicorn.Config, own_signals: bool = True) -> None:
+        super().__init__(config)
+        self.own_signals = own_signals
+        self.followers: list[DaemonServer] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Start listening, with request lines repaired (see LenientHttpToolsProtocol)."""
@@ -117,6 +123,9 @@ class DaemonServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         """Install loop signal handlers for the life of ``serve()``."""
+        if not self.own_signals:
+            yield
+            return
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self.request_stop, sig)
@@ -129,6 +138,11 @@ class DaemonServer(uvicorn.Server):
     def request_stop(self, sig: int = signal.SIGTERM) -> None:
         """Begin a graceful shutdown (a second request forces it)."""
         _LOGGER.info("Stopping on %s", signal.Signals(sig).name)
-        if self.should_exit:
-            self.force_exit = True
-        self.should_exit = True
+        self.stop(force=self.should_exit)
+
+    def stop(self, force: bool = False) -> None:
+        """Stop this listener and its followers (``force``: without waiting)."""
+        for server in (self, *self.followers):
+            if force:
+                server.force_exit = True
+            server.should_exit = True

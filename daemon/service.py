@@ -16,6 +16,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -139,35 +140,37 @@ class HearthService:
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
-        import uvicorn
-
         from protocols.http.app import create_app
 
         from .httpserver import DaemonServer
 
         app = create_app(self)
-        server = DaemonServer(
-            uvicorn.Config(
-                app,
-                host=self.config.http.host,
-                port=self.config.http.port,
-                log_config=None,
-                access_log=False,
-                lifespan="off",
-                ws="websockets-sansio",
+        http = self.config.http
+        server = DaemonServer(self._uvicorn_config(app, http.port))
+        servers = [server]
+        if self.config.https.enabled:
+            from .tls import certificate_files, fingerprint
+
+            cert, key = await asyncio.to_thread(certificate_files, self.config)
+            tls = DaemonServer(
+                self._uvicorn_config(app, self.config.https.port, cert, key), own_signals=False
             )
-        )
+            server.followers.append(tls)
+            servers.append(tls)
+            _LOGGER.info(
+                "HTTPS on https://%s:%d (certificate %s, SHA-256 %s)",
+                http.host,
+                self.config.https.port,
+                cert,
+                fingerprint(cert),
+            )
         loader = asyncio.create_task(self._load_or_fail(server))
-        _LOGGER.info(
-            "Hearth %s listening on http://%s:%d",
-            __version__,
-            self.config.http.host,
-            self.config.http.port,
-        )
+        _LOGGER.info("Hearth %s listening on http://%s:%d", __version__, http.host, http.port)
         try:
-            await server.serve()
+            await asyncio.gather(*(s.serve() for s in servers))
         finally:
             self.state = ServiceState.STOPPING
+            server.stop()
             loader.cancel()
             try:
                 await loader
@@ -175,6 +178,23 @@ class HearthService:
                 pass
             await self.close()
         return 1 if self.error else 0
+
+    def _uvicorn_config(
+        self, app: Any, port: int, cert: Path | None = None, key: Path | None = None
+    ) -> Any:
+        import uvicorn
+
+        return uvicorn.Config(
+            app,
+            host=self.config.http.host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            ws="websockets-sansio",
+            ssl_certfile=str(cert) if cert else None,
+            ssl_keyfile=str(key) if key else None,
+        )
 
     async def _load_or_fail(self, server: Any) -> None:
         try:
@@ -185,7 +205,7 @@ class HearthService:
             self.state = ServiceState.FAILED
             self.error = str(exc)
             _LOGGER.error("Engines failed to load: %s", exc)
-            server.should_exit = True
+            server.stop()
 
     async def close(self) -> None:
         """Unadvertise, close listeners, release engines; safe to call more than once."""

@@ -27,6 +27,7 @@ class Daemon:
         self.workdir = workdir
         self.http_port = free_port()
         self.wyoming_port = free_port()
+        self.https_port = free_port()
         self.config_path = workdir / "config.yaml"
         mdns_yaml = (
             "mdns:\n  enabled: true\n  interfaces: [127.0.0.1]\n"
@@ -36,6 +37,7 @@ class Daemon:
         self.config_path.write_text(
             f"state_dir: {workdir / 'state'}\n"
             f"http:\n  host: 127.0.0.1\n  port: {self.http_port}\n"
+            f"https:\n  port: {self.https_port}\n"
             f"wyoming:\n  uri: tcp://127.0.0.1:{self.wyoming_port}\n{wyoming}" + mdns_yaml + extra
         )
         self.proc: subprocess.Popen[str] | None = None
@@ -44,6 +46,10 @@ class Daemon:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def https_url(self) -> str:
+        return f"https://127.0.0.1:{self.https_port}"
 
     @property
     def wyoming_uri(self) -> str:

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ def start(tmp_path: Path, extra: str = "") -> tuple[subprocess.Popen, str]:
     config.write_text(
         f"state_dir: {tmp_path / 'state'}\n"
         f"http:\n  host: 127.0.0.1\n  port: {port}\n"
+        f"https:\n  port: {free_port()}\n"
         f"wyoming:\n  uri: tcp://127.0.0.1:{free_port()}\n"
         "mdns:\n  enabled: false\n" + extra
     )
@@ -88,3 +90,20 @@ def test_engines_that_cannot_load_stop_the_daemon_with_a_reason(tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "ASR model 'medium.en' is not on disk" in out
+
+
+def test_https_serves_the_same_api_with_a_self_signed_certificate(tmp_path):
+    from daemon.tls import fingerprint
+    from tests.daemon import Daemon
+
+    with Daemon(tmp_path) as daemon:
+        cert = tmp_path / "state" / "tls" / "hearth.crt"
+        trust = ssl.create_default_context(cafile=str(cert))
+        resp = httpx.get(f"{daemon.https_url}/api/ping", verify=trust, timeout=5)
+        assert resp.json() == {"message": "pong"}
+        assert httpx.get(f"{daemon.https_url}/healthz", verify=trust).status_code == 200
+        with pytest.raises(httpx.ConnectError):  # not trusted without the certificate
+            httpx.get(f"{daemon.https_url}/api/ping", timeout=5)
+    out = daemon.output
+    assert daemon.returncode == 0, out
+    assert fingerprint(cert) in out  # logged at start for people to compare
