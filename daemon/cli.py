@@ -5,27 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 from pathlib import Path
 
 from . import __version__
 from .config import Config, load_config
 from .errors import ConfigError, HearthError
+from .logs import setup_logging
 
 _LOGGER = logging.getLogger("hearth")
 EXIT_CONFIG = 2
-
-
-def setup_logging(level: str) -> None:
-    """One line per event; no timestamps under systemd (journald adds them)."""
-    under_journald = bool(os.environ.get("JOURNAL_STREAM") or os.environ.get("INVOCATION_ID"))
-    fmt = "%(levelname)s %(name)s: %(message)s"
-    if not under_journald:
-        fmt = "%(asctime)s " + fmt
-    logging.basicConfig(level=level.upper(), format=fmt, stream=sys.stderr, force=True)
-    for noisy in ("faster_whisper", "httpx", "uvicorn.error"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -114,6 +114,13 @@ class AuthConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """Prometheus metrics at GET /metrics."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class WillowConfig:
     """Willow Inference Server compatibility."""
 
@@ -234,6 +241,7 @@ class LimitsConfig:
     max_channels: int = field(default=8, metadata=_c(min=1, max=64))
     max_queue: int = field(default=32, metadata=_c(min=1, max=10000))
     request_timeout_s: float = field(default=120.0, metadata=_c(min=1.0, max=3600.0))
+    shutdown_grace_s: float = field(default=10.0, metadata=_c(min=0.0, max=600.0))
 
 
 @dataclass(frozen=True)
@@ -255,6 +263,7 @@ class Config:
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
     mdns: MdnsConfig = field(default_factory=MdnsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     willow: WillowConfig = field(default_factory=WillowConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
     vad: VadConfig = field(default_factory=VadConfig)

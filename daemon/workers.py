@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -37,11 +38,18 @@ class WorkerPool:
         self._pending = 0
         self._lock = threading.Lock()
         self._closed = False
+        self.observer: Callable[[str, float], None] | None = None
+        """Called with (pool name, seconds from submission to completion) per call."""
 
     @property
     def pending(self) -> int:
         """Calls running or queued now."""
         return self._pending
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a free worker now."""
+        return max(0, self._pending - self.workers)
 
     @property
     def idle(self) -> bool:
@@ -55,18 +63,24 @@ class WorkerPool:
             if self._pending >= self.workers + self.max_queue:
                 raise Busy(f"{self.name} engine is busy ({self._pending} requests queued)")
             self._pending += 1
+        began = time.perf_counter()
         ctx = contextvars.copy_context()
         try:
             future = self._executor.submit(ctx.run, func, *args)
         except RuntimeError:  # the executor was shut down between the check and here
             self._leave()
             raise Busy(f"{self.name} engine is shutting down") from None
-        future.add_done_callback(lambda _: self._leave())
+        future.add_done_callback(lambda done: self._leave(began, done))
         return future
 
-    def _leave(self) -> None:
+    def _leave(
+        self, began: float = 0.0, done: concurrent.futures.Future[Any] | None = None
+    ) -> None:
         with self._lock:
             self._pending -= 1
+        observer = self.observer
+        if observer is not None and done is not None and not done.cancelled():
+            observer(self.name, time.perf_counter() - began)
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """Run ``func(*args)`` in a worker thread and await its result."""

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from daemon import __version__
 
-from . import errors, openai_api, willow, willow_chat, willow_speech
+from . import errors, metrics, openai_api, willow, willow_chat, willow_speech
 from .auth import require_api_key
 from .common import BodyLimit, ServiceView
 
@@ -32,6 +32,8 @@ def create_app(service: ServiceView) -> FastAPI:
     app.state.service = service
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=service.config.limits.max_upload_mb * 1_000_000)
+    if service.config.metrics.enabled:
+        metrics.install(app, service)  # outermost: counts 413s too
 
     @app.get("/api/ping", tags=["health"])
     async def ping() -> dict[str, str]:

@@ -1,0 +1,59 @@
+"""Requests in flight, by protocol and by the engine generation they started on.
+
+The HTTP middleware registers each request here. Metrics read the counts per
+protocol; a reload waits until the requests that started before its swap have
+ended before it closes what only the old engines used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One request in flight."""
+
+    id: int
+    protocol: str
+    generation: int
+
+
+class InFlight:
+    """Counts requests while they run; ``generation`` grows by one per engine swap."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self._ids = itertools.count(1)
+        self._open: dict[int, Ticket] = {}
+
+    def begin(self, protocol: str) -> Ticket:
+        """A request started."""
+        ticket = Ticket(next(self._ids), protocol, self.generation)
+        self._open[ticket.id] = ticket
+        return ticket
+
+    def end(self, ticket: Ticket) -> None:
+        """The request ended (safe to call more than once)."""
+        self._open.pop(ticket.id, None)
+
+    def active(self) -> dict[str, int]:
+        """Requests in flight now, per protocol."""
+        return dict(Counter(t.protocol for t in self._open.values()))
+
+    def started_before(self, generation: int) -> int:
+        """Requests in flight that started before ``generation``."""
+        return sum(1 for t in self._open.values() if t.generation < generation)
+
+    async def drained(self, generation: int, timeout: float, poll: float = 0.1) -> bool:
+        """Wait until no request from before ``generation`` runs; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.started_before(generation):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(poll)
+        return True
