@@ -82,10 +82,11 @@ class WebRtcConfig:
     ice_servers: list[str] = field(default_factory=list)
     ice_username: str = ""
     ice_credential: str = ""
+    addresses: list[str] = field(default_factory=list)
     port_min: int = field(default=10000, metadata=_c(min=1024, max=65535))
     port_max: int = field(default=10049, metadata=_c(min=1024, max=65535))
     max_sessions: int = field(default=16, metadata=_c(min=1, max=1000))
-    idle_timeout_s: float = field(default=300.0, metadata=_c(min=10.0, max=2_592_000.0))
+    idle_timeout_s: float = field(default=86400.0, metadata=_c(min=10.0, max=2_592_000.0))
 
 
 @dataclass(frozen=True)

@@ -207,6 +207,11 @@ class PipelineRun:
             self._dropped.add(task)
             task.add_done_callback(self._dropped.discard)
 
+    def abandon(self) -> None:
+        """Give up a run that will never be iterated: its speculative reply, if one
+        started, is cancelled and leaves no trace."""
+        self._drop_speculation()
+
     async def events(self) -> AsyncIterator[PipelineEvent]:
         """Run to the end: the final transcript (for speech), the reply, RunEnded."""
         try:

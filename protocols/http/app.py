@@ -54,6 +54,8 @@ def create_app(service: ServiceView) -> FastAPI:
     async def docs() -> HTMLResponse:
         return get_swagger_ui_html(openapi_url="/openapi.json", title="Hearth API")
 
-    for module in (willow, willow_speech, willow_chat, openai_api):
+    from protocols.webrtc import pages, routes
+
+    for module in (willow, willow_speech, willow_chat, openai_api, routes, pages):
         app.include_router(module.router)
     return app

@@ -1,0 +1,107 @@
+"""Data-channel messages: JSON objects ``{"type", "message", "obj"}``.
+
+Client → server (WIS): ``start``, ``stop`` (``obj{model, beam_size,
+detect_language}``), ``ping``. Hearth adds ``listen`` / ``mute`` (hands-free) and,
+in ``start`` / ``listen``, ``obj{reply, voice, language}``.
+
+Server → client (WIS): ``infer`` (``obj{text}``), ``log``, ``error``, ``pong``.
+Hearth adds ``partial`` (``obj{text}``), ``vad`` (``obj{speech}``), ``reply``
+(``obj{text}``, and ``obj{done: true}`` at its end) and ``state``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from daemon.errors import HearthError, InvalidRequest
+
+MAX_MESSAGE_CHARS = 16 * 1024
+CLIENT_TYPES = ("start", "stop", "ping", "listen", "mute")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed client message."""
+
+    type: str
+    model: str | None = None
+    beam_size: int | None = None
+    language: str | None = None
+    """None: the model's default; "auto": detect."""
+    partials: bool | None = None
+    """None: the daemon's asr.partials setting."""
+    reply: bool = False
+    voice: str | None = None
+    text: str = ""
+
+
+def parse(raw: str | bytes) -> Command:
+    """Parse and check one client message (InvalidRequest names the problem)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRequest("data-channel messages must be UTF-8 JSON text") from None
+    if len(raw) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(f"message is over {MAX_MESSAGE_CHARS} characters")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise InvalidRequest("message is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest("message must be a JSON object with a 'type'")
+    kind = data.get("type")
+    if kind not in CLIENT_TYPES:
+        raise InvalidRequest(
+            f"unknown message type {kind!r} (known: {', '.join(CLIENT_TYPES)})"
+            if isinstance(kind, str)
+            else "message needs a string 'type'"
+        )
+    obj = data.get("obj") or {}
+    if not isinstance(obj, dict):
+        raise InvalidRequest("'obj' must be a JSON object")
+    model = obj.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidRequest("obj.model must be a string")
+    beam = obj.get("beam_size")
+    if beam is not None and (isinstance(beam, bool) or not isinstance(beam, int)):
+        raise InvalidRequest("obj.beam_size must be an integer")
+    language = obj.get("language")
+    if language is not None and not isinstance(language, str):
+        raise InvalidRequest("obj.language must be a string")
+    if obj.get("detect_language") is True:
+        language = "auto"
+    voice = obj.get("voice")
+    if voice is not None and not isinstance(voice, str):
+        raise InvalidRequest("obj.voice must be a string")
+    partials = obj.get("partials")
+    if partials is not None and not isinstance(partials, bool):
+        raise InvalidRequest("obj.partials must be true or false")
+    text = data.get("message") if isinstance(data.get("message"), str) else ""
+    return Command(
+        type=kind,
+        model=model,
+        beam_size=beam,
+        language=language,
+        partials=partials,
+        reply=obj.get("reply") is True,
+        voice=voice,
+        text=str(text)[:200],
+    )
+
+
+def message(kind: str, obj: dict[str, Any] | None = None, text: str | None = None) -> str:
+    """One server message as JSON text."""
+    out: dict[str, Any] = {"type": kind}
+    if text is not None:
+        out["message"] = text
+    if obj is not None:
+        out["obj"] = obj
+    return json.dumps(out, ensure_ascii=False)
+
+
+def error(exc: HearthError) -> str:
+    """The one mapping from failures to data-channel ``error`` messages."""
+    return message("error", {"code": exc.code}, exc.message)

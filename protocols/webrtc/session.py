@@ -1,0 +1,327 @@
+"""One WebRTC session: a peer connection, its data channel, audio in, replies out.
+
+The session lives as long as the browser keeps it: between utterances the client
+pauses its track (``replaceTrack(null)``) and may send an RTCP BYE; the BYE is
+ignored so the track, ICE and NAT pinholes stay up. Audio only reaches a speech
+session while one is active: push-to-talk (``start`` ... ``stop``) or hands-free
+(``listen`` ... ``mute``), where the VAD finds each utterance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiortc import RTCPeerConnection
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.rtp import RtcpByePacket
+
+from daemon import events as ev
+from daemon.asr.base import TranscribeOptions
+from daemon.engines import Engines
+from daemon.errors import HearthError, InvalidRequest, UnknownModel
+from daemon.pipeline import PipelineRun
+from daemon.session import SessionOptions, SpeechSession
+from daemon.tts.base import SynthesisOptions
+
+from . import messages
+from .messages import Command
+from .tracks import ReplyTrack, frame_pcm
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_PENDING_MESSAGES = 64
+
+
+class RtcSession:
+    """State of one browser connection (see the module docstring)."""
+
+    def __init__(
+        self, session_id: str, pc: RTCPeerConnection, engines: Callable[[], Engines]
+    ) -> None:
+        self.id = session_id
+        self.pc = pc
+        self._engines = engines
+        self.reply_track = ReplyTrack()
+        self.channel: Any = None
+        self.mode = "idle"
+        """idle, push-to-talk or hands-free."""
+        self.speech: SpeechSession | None = None
+        self.run: PipelineRun | None = None
+        self.command: Command | None = None
+        self.last_activity = time.monotonic()
+        self.byes_ignored = 0
+        self.utterances = 0
+        self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(MAX_PENDING_MESSAGES)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reply: asyncio.Task[None] | None = None
+        self._closed = False
+        self._spawn(self._process_messages(), "messages")
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(f"rtc-{self.id}-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def send(self, text: str) -> None:
+        """Send one data-channel message if the channel is open."""
+        if self.channel is not None and self.channel.readyState == "open":
+            self.channel.send(text)
+
+    def attach_channel(self, channel: Any) -> None:
+        """The client's data channel arrived."""
+        self.channel = channel
+
+        @channel.on("message")
+        def on_message(raw: str | bytes) -> None:
+            self.last_activity = time.monotonic()
+            try:
+                self._inbox.put_nowait(raw)
+            except asyncio.QueueFull:
+                self.send(messages.message("error", {"code": "busy"}, "too many messages queued"))
+
+    def attach_track(self, track: MediaStreamTrack) -> None:
+        """The client's microphone track arrived: consume it for the session's life."""
+        for transceiver in self.pc.getTransceivers():
+            if transceiver.receiver.track is track:
+                _ignore_bye(transceiver.receiver, self)
+        self._spawn(self._consume(track), "audio")
+
+    # ------------------------------------------------------------------ audio in
+
+    async def _consume(self, track: MediaStreamTrack) -> None:
+        while True:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return  # the peer connection closed
+            self.last_activity = time.monotonic()
+            speech = self.speech
+            if speech is None:
+                continue  # between utterances: nothing listens
+            fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
+            try:
+                speech.start(fmt)
+                await speech.feed(pcm)
+                self._forward(speech.pending_events())
+                if self.mode == "hands-free":
+                    final = await speech.next_utterance()
+                    self._forward(speech.pending_events())
+                    if final is not None:
+                        self._on_final(final)
+            except HearthError as exc:
+                self.send(messages.error(exc))
+                await self._end_speech()
+
+    def _forward(self, events: list[Any]) -> None:
+        for event in events:
+            if isinstance(event, ev.VoiceStarted):
+                self.send(messages.message("vad", {"speech": True}))
+                self._barge_in()
+            elif isinstance(event, ev.VoiceStopped):
+                self.send(messages.message("vad", {"speech": False}))
+            elif isinstance(event, ev.PartialTranscript):
+                self.send(messages.message("partial", {"text": event.text}))
+
+    def _barge_in(self) -> None:
+        """The person speaks again: stop the reply that is playing."""
+        if self.reply_track.playing or (self._reply is not None and not self._reply.done()):
+            self.reply_track.clear()
+            if self._reply is not None:
+                self._reply.cancel()
+                self._reply = None
+            self.send(messages.message("reply", {"done": True, "interrupted": True}))
+
+    def _on_final(self, final: ev.FinalTranscript) -> None:
+        self.utterances += 1
+        self.send(
+            messages.message(
+                "infer",
+                {
+                    "text": final.text,
+                    "language": final.language,
+                    "audio_ms": final.audio_ms,
+                    "speech_ms": final.speech_ms,
+                },
+            )
+        )
+        command = self.command
+        if command is not None and command.reply and final.text.strip():
+            engines = self._engines()
+            if engines.pipeline is not None:
+                run = engines.pipeline.start(
+                    text=final.text,
+                    conversation_id=self.id,
+                    tts_options=SynthesisOptions(voice=command.voice),
+                )
+                self._start_reply(run, transcript_sent=True)
+
+    # ------------------------------------------------------------------ replies
+
+    def _start_reply(self, run: PipelineRun, transcript_sent: bool) -> None:
+        if self._reply is not None:
+            self._reply.cancel()
+        self.reply_track.clear()
+        self._reply = self._spawn(self._play(run, transcript_sent), "reply")
+
+    async def _play(self, run: PipelineRun, transcript_sent: bool) -> None:
+        rate = 16000
+        async for event in run.events():
+            if isinstance(event, ev.FinalTranscript):
+                if not transcript_sent:
+                    self._on_final_only(event)
+                if not event.text.strip():
+                    self.send(messages.message("reply", {"done": True, "text": ""}))
+            elif isinstance(event, ev.ReplyChunk):
+                self.send(messages.message("reply", {"delta": event.text}))
+            elif isinstance(event, ev.ReplyDone):
+                self.send(messages.message("reply", {"text": event.text, "done": True}))
+            elif isinstance(event, ev.SpeechAudioStart):
+                rate = event.rate
+            elif isinstance(event, ev.SpeechAudio):
+                self.reply_track.play(event.pcm, rate)
+            elif isinstance(event, ev.SpeechAudioStop):
+                self.reply_track.flush()
+            elif isinstance(event, ev.RunError):
+                self.send(messages.message("error", {"code": event.code}, event.message))
+
+    def _on_final_only(self, final: ev.FinalTranscript) -> None:
+        self.utterances += 1
+        self.send(
+            messages.message(
+                "infer",
+                {
+                    "text": final.text,
+                    "language": final.language,
+                    "audio_ms": final.audio_ms,
+                    "speech_ms": final.speech_ms,
+                },
+            )
+        )
+
+    # ------------------------------------------------------------------ control
+
+    async def _process_messages(self) -> None:
+        while True:
+            raw = await self._inbox.get()
+            try:
+                command = messages.parse(raw)
+                await self._handle(command)
+            except HearthError as exc:
+                self.send(messages.error(exc))
+            except Exception:  # noqa: BLE001 - one bad message must not end the session
+                _LOGGER.exception("[%s] message handling failed", self.id)
+                self.send(messages.message("error", {"code": "internal-error"}, "internal error"))
+
+    async def _handle(self, command: Command) -> None:
+        if command.type == "ping":
+            self.send(messages.message("pong", text=command.text or None))
+        elif command.type == "start":
+            await self._begin(command, hands_free=False)
+        elif command.type == "listen":
+            await self._begin(command, hands_free=True)
+        elif command.type == "stop":
+            await self._stop(command)
+        elif command.type == "mute":
+            await self._end_speech()
+            self.send(messages.message("state", {"mode": "idle"}))
+
+    def _session_options(self, command: Command, hands_free: bool) -> tuple[str | None, Any]:
+        engines = self._engines()
+        model = command.model
+        if model is not None and model not in engines.asr:
+            raise UnknownModel(f"unknown ASR model '{model}' (models: {', '.join(engines.asr)})")
+        options = SessionOptions(
+            transcribe=TranscribeOptions(beam_size=command.beam_size, language=command.language),
+            partials=engines.partials if command.partials is None else command.partials,
+            hands_free=hands_free,
+        )
+        return model, options
+
+    async def _begin(self, command: Command, hands_free: bool) -> None:
+        model, options = self._session_options(command, hands_free)
+        engines = self._engines()
+        if command.reply:
+            if engines.pipeline is None:
+                raise InvalidRequest("spoken replies need the LLM, which is not enabled")
+            if engines.tts is not None:
+                engines.tts.check_voice(SynthesisOptions(voice=command.voice))
+        await self._end_speech()
+        self.command = command
+        self.speech = engines.new_session(model, options)
+        self.mode = "hands-free" if hands_free else "push-to-talk"
+        if command.reply and not hands_free and engines.pipeline is not None:
+            # Attached now, so that the reply can start on the speculative transcript.
+            self.run = engines.pipeline.start(
+                session=self.speech,
+                conversation_id=self.id,
+                tts_options=SynthesisOptions(voice=command.voice),
+            )
+        self.send(messages.message("state", {"mode": self.mode}))
+
+    async def _stop(self, command: Command) -> None:
+        speech, run = self.speech, self.run
+        if self.mode != "push-to-talk" or speech is None:
+            raise InvalidRequest("'stop' without a 'start'")
+        if command.model is not None and command.model not in self._engines().asr:
+            # willow-ts-client always names "large"; the model was chosen at start.
+            self.send(
+                messages.message(
+                    "log", text=f"model '{command.model}' is not configured; used the default"
+                )
+            )
+        self.speech, self.run, self.mode = None, None, "idle"
+        if run is not None:
+            self._start_reply(run, transcript_sent=False)
+            return
+        try:
+            final = await speech.finish()
+            self._on_final_only(final)
+        finally:
+            await speech.close()
+
+    async def _end_speech(self) -> None:
+        speech, run = self.speech, self.run
+        self.speech, self.run, self.mode = None, None, "idle"
+        if run is not None:
+            run.abandon()  # never iterated: its speculation (if any) must not linger
+        if speech is not None:
+            await speech.close()
+
+    # ------------------------------------------------------------------ life
+
+    async def close(self) -> None:
+        """Free everything; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._end_speech()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.reply_track.stop()
+        await self.pc.close()
+
+
+def _ignore_bye(receiver: Any, session: RtcSession) -> None:
+    """Keep the track alive through RTCP BYE (browsers send one on pause)."""
+    original = receiver._handle_rtcp_packet
+
+    async def handle(packet: Any) -> None:
+        if isinstance(packet, RtcpByePacket):
+            session.byes_ignored += 1
+            _LOGGER.debug("[%s] RTCP BYE ignored (track paused)", session.id)
+            return
+        await original(packet)
+
+    receiver._handle_rtcp_packet = handle

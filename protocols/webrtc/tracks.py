@@ -1,0 +1,105 @@
+"""Media helpers: decoded browser audio in, the spoken reply out.
+
+The reply track sends nothing while there is nothing to say (so an idle session
+costs no RTP), and paces reply audio in real time, 20 ms per frame. New speech
+from the person clears what is queued (barge-in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+import time
+from collections import deque
+
+import av
+import numpy as np
+from aiortc.mediastreams import MediaStreamTrack
+
+from daemon.audio import AudioFormat, resample_pcm
+
+RATE = 48000
+FRAME_SAMPLES = 960
+"""20 ms at 48 kHz: one Opus frame."""
+MAX_QUEUED_S = 120.0
+"""Reply audio held at most (seconds): a longer reply is cut."""
+
+
+def frame_pcm(frame: av.AudioFrame) -> tuple[AudioFormat, bytes]:
+    """Format and interleaved s16 bytes of a decoded frame."""
+    if frame.format.name != "s16":  # aiortc's Opus decoder gives s16 already
+        resampler = av.AudioResampler(
+            format="s16", layout=frame.layout.name, rate=frame.sample_rate
+        )
+        frame = resampler.resample(frame)[0]
+    channels = len(frame.layout.channels)
+    data = frame.to_ndarray().astype(np.int16, copy=False).tobytes()
+    return AudioFormat(frame.sample_rate, 2, channels), data[: frame.samples * channels * 2]
+
+
+class ReplyTrack(MediaStreamTrack):
+    """Server → browser audio: queued reply speech, paced in real time."""
+
+    kind = "audio"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._frames: deque[bytes] = deque()
+        self._rest = b""
+        self._ready = asyncio.Event()
+        self._next_at = 0.0
+        self._pts = 0
+        self.frames_sent = 0
+
+    @property
+    def playing(self) -> bool:
+        """Audio is queued or going out."""
+        return bool(self._frames or self._rest)
+
+    def play(self, pcm: bytes, rate: int) -> None:
+        """Queue 16-bit mono PCM at ``rate`` for playback."""
+        data = self._rest + resample_pcm(pcm, rate, RATE)
+        step = FRAME_SAMPLES * 2
+        whole = len(data) // step * step
+        for offset in range(0, whole, step):
+            if len(self._frames) * FRAME_SAMPLES >= MAX_QUEUED_S * RATE:
+                break
+            self._frames.append(data[offset : offset + step])
+        self._rest = data[whole:]
+        if self._frames:
+            self._ready.set()
+
+    def flush(self) -> None:
+        """The reply is complete: pad and queue the last partial frame."""
+        if self._rest:
+            self._frames.append(self._rest.ljust(FRAME_SAMPLES * 2, b"\x00"))
+            self._rest = b""
+            self._ready.set()
+
+    def clear(self) -> None:
+        """Stop playback at once (barge-in)."""
+        self._frames.clear()
+        self._rest = b""
+        self._ready.clear()
+
+    async def recv(self) -> av.AudioFrame:
+        """The next 20 ms frame; waits (sending nothing) while there is nothing to say."""
+        while not self._frames:
+            self._ready.clear()
+            await self._ready.wait()
+        now = time.monotonic()
+        if self._next_at < now - 0.1:  # first frame after a pause: restart the clock
+            self._pts += int(max(0.0, now - self._next_at) * RATE) if self._next_at else 0
+            self._next_at = now
+        else:
+            await asyncio.sleep(max(0.0, self._next_at - now))
+        pcm = self._frames.popleft() if self._frames else b"\x00" * FRAME_SAMPLES * 2
+        frame = av.AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
+        frame.planes[0].update(pcm)
+        frame.sample_rate = RATE
+        frame.pts = self._pts
+        frame.time_base = fractions.Fraction(1, RATE)
+        self._pts += FRAME_SAMPLES
+        self._next_at += FRAME_SAMPLES / RATE
+        self.frames_sent += 1
+        return frame

@@ -1,0 +1,216 @@
+"""WebRTC end to end: an aiortc client streams Piper's speech to a real daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+import numpy as np
+import pytest
+
+from daemon.asr.base import TranscribeOptions
+from daemon.audio import pcm_to_float, resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import silence, words
+from tests.webrtc_client import RtcClient
+
+pytestmark = pytest.mark.e2e
+
+KITCHEN = "Turn on the kitchen lights."
+WEATHER = "What is the weather like tomorrow morning?"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory):
+    extra = (
+        "asr:\n  partials: on\n"
+        "llm:\n  temperature: 0.0\n  max_tokens: 40\n"
+        "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 21000\n  port_max: 21199\n"
+        "  max_sessions: 4\n"
+    )
+    d = Daemon(tmp_path_factory.mktemp("webrtc"), extra).start()
+    try:
+        yield d
+    finally:
+        out = d.stop()
+    assert d.returncode == 0, out
+    assert "Traceback" not in out, out
+
+
+async def connected(daemon: Daemon) -> RtcClient:
+    return await RtcClient(daemon.url).connect()
+
+
+async def test_push_to_talk_survives_pauses_with_bye(daemon, kitchen, speak):
+    client = await connected(daemon)
+    try:
+        weather = speak(WEATHER)
+        for round_, (pcm, text) in enumerate([(kitchen, KITCHEN), (weather, WEATHER)] * 2):
+            if round_:
+                client.resume()
+            client.send("start")
+            assert (await client.expect("state"))["obj"]["mode"] == "push-to-talk"
+            await client.speak(np.concatenate([silence(0.2), pcm, silence(0.4)]))
+            client.send("stop", model="large", beam_size=5, detect_language=False)
+            infer = await client.expect("infer")
+            assert words(infer["obj"]["text"]) == words(text), infer
+            # Pause like a browser: no track, then an RTCP BYE; idle for a moment.
+            client.pause()
+            await client.send_bye()
+            await asyncio.sleep(0.5)
+        types = [m["type"] for m in client.received]
+        assert "vad" in types and "partial" in types  # partials while speaking
+        assert any(m["type"] == "log" and "large" in m["message"] for m in client.received)
+        client.send("ping")
+        await client.expect("pong")
+    finally:
+        await client.close()
+
+
+async def test_hands_free_finds_two_utterances(daemon, kitchen, speak):
+    client = await connected(daemon)
+    try:
+        client.send("listen")
+        assert (await client.expect("state"))["obj"]["mode"] == "hands-free"
+        audio = np.concatenate([silence(0.3), kitchen, silence(1.2), speak(WEATHER), silence(1.2)])
+        await client.speak(audio)
+        first = await client.expect("infer")
+        second = await client.expect("infer")
+        assert words(first["obj"]["text"]) == words(KITCHEN)
+        assert words(second["obj"]["text"]) == words(WEATHER)
+        speech = [m["obj"]["speech"] for m in client.received if m["type"] == "vad"]
+        assert speech == [True, False, True, False]
+        client.send("mute")
+        assert (await client.expect("state"))["obj"]["mode"] == "idle"
+    finally:
+        await client.close()
+
+
+async def test_the_reply_track_speaks_the_reply_text(daemon, engines, speak):
+    client = await connected(daemon)
+    try:
+        client.send("start", reply=True)
+        await client.expect("state")
+        await client.speak(np.concatenate([silence(0.2), speak("Say hello to me."), silence(0.4)]))
+        client.send("stop")
+        infer = await client.expect("infer")
+        assert words(infer["obj"]["text"]) == words("Say hello to me.")
+        done = await client.expect("reply")
+        while not done["obj"].get("done"):
+            done = await client.expect("reply")
+        reply = done["obj"]["text"]
+        assert reply
+        # Wait until the reply audio has stopped arriving.
+        for _ in range(100):
+            before = len(client.reply_pcm)
+            await asyncio.sleep(0.5)
+            if len(client.reply_pcm) == before:
+                break
+        audio = resample_pcm(bytes(client.reply_pcm), client.reply_rate, 16000)
+        assert len(audio) > 16000  # more than half a second of speech
+        heard = engines.asr[engines.config.asr.default_model].transcribe(
+            pcm_to_float(audio), TranscribeOptions(language="en")
+        )
+        said, got = set(words(reply)), set(words(heard.text))
+        overlap = len(said & got) / max(1, len(said))
+        assert overlap >= 0.6, (reply, heard.text)
+    finally:
+        await client.close()
+
+
+async def test_bad_messages_get_errors_and_the_session_lives_on(daemon):
+    client = await connected(daemon)
+    try:
+        for raw, code in [
+            ("{not json", "invalid-request"),
+            ('{"type": "dance"}', "invalid-request"),
+            ('["start"]', "invalid-request"),
+            ('{"type": "start", "obj": {"beam_size": "five"}}', "invalid-request"),
+            ('{"type": "start", "obj": {"model": "large-v9"}}', "unknown-model"),
+            ('{"type": "stop"}', "invalid-request"),
+            ('{"type": "start", "obj": {"reply": true, "voice": "nobody"}}', "unknown-voice"),
+            ("x" * 20000, "invalid-request"),
+        ]:
+            client.send_raw(raw)
+            error = await client.expect("error", timeout=10)
+            assert error["obj"]["code"] == code, (raw[:40], error)
+            assert error["message"]
+        client.send("ping")
+        await client.expect("pong")
+    finally:
+        await client.close()
+
+
+async def test_bad_offers_are_refused_and_the_daemon_serves_on(daemon, kitchen):
+    async with httpx.AsyncClient(base_url=daemon.url, timeout=30) as http:
+        garbage = await http.post("/api/rtc/asr", json={"sdp": "hello", "type": "offer"})
+        assert garbage.status_code == 400, garbage.text
+        no_audio = await http.post(
+            "/api/rtc/asr",
+            json={"sdp": _data_channel_only_offer(), "type": "offer"},
+        )
+        assert no_audio.status_code == 400
+        assert "no audio" in no_audio.text
+        wrong_type = await http.post("/api/rtc/asr", json={"sdp": "v=0", "type": "answer"})
+        assert wrong_type.status_code == 400
+        huge = await http.post("/api/rtc/asr", json={"sdp": "v" * 70000, "type": "offer"})
+        assert huge.status_code in (400, 422)
+    client = await connected(daemon)
+    try:
+        client.send("start")
+        await client.expect("state")
+        await client.speak(np.concatenate([kitchen, silence(0.4)]))
+        client.send("stop")
+        assert words((await client.expect("infer"))["obj"]["text"]) == words(KITCHEN)
+    finally:
+        await client.close()
+
+
+async def test_sessions_over_the_cap_are_refused(daemon):
+    clients = [await connected(daemon) for _ in range(4)]
+    try:
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await RtcClient(daemon.url).connect()
+        assert refused.value.response.status_code == 503
+        assert "max_sessions" in refused.value.response.text
+    finally:
+        for client in clients:
+            await client.close()
+    await asyncio.sleep(1.0)  # closing peers are noticed
+    client = await connected(daemon)
+    await client.close()
+
+
+async def test_media_ports_stay_in_the_configured_range(daemon):
+    client = await connected(daemon)
+    try:
+        sdp = client.pc.remoteDescription.sdp
+        ports = [int(p) for p in re.findall(r"a=candidate:\S+ \d+ udp \d+ \S+ (\d+) typ", sdp)]
+        assert ports and all(21000 <= p <= 21199 for p in ports), ports
+        hosts = re.findall(r"a=candidate:\S+ \d+ udp \d+ (\S+) \d+ typ", sdp)
+        assert set(hosts) == {"127.0.0.1"}
+    finally:
+        await client.close()
+
+
+def _data_channel_only_offer() -> str:
+    async def make() -> str:
+        from aiortc import RTCPeerConnection
+
+        pc = RTCPeerConnection()
+        pc.createDataChannel("chat")
+        from protocols.webrtc import ice
+        from tests.webrtc_client import LOOPBACK
+
+        ice.install(asyncio.get_running_loop())
+        with ice.applied(LOOPBACK):
+            await pc.setLocalDescription(await pc.createOffer())
+        sdp = pc.localDescription.sdp
+        await pc.close()
+        return sdp
+
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, make()).result()
