@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
 
-.PHONY: install run test lint format bench check lock clean
+.PHONY: install run test lint format bench check lock clean browser
 
 install: $(STAMP)
 
@@ -40,8 +40,15 @@ format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench
 	$(BIN)/ruff check --fix daemon protocols tests bench
 
-test: $(STAMP) lint
+test: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q -ra
+
+# Headless Chromium for the browser-page tests (Debian packages; installed when root).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q chromium chromium-driver || \
+		{ apt-get update -q && apt-get install -y -q chromium chromium-driver; }; }; } || \
+		echo "chromium/chromedriver missing and not root: browser tests will be skipped"
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

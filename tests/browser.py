@@ -1,0 +1,66 @@
+"""Headless Chromium for end-to-end tests of the browser pages.
+
+Chromium and chromedriver come from Debian (`make test` installs them when run as
+root). The fake microphone plays a WAV file in a loop; WebRTC media stays on
+loopback (no mDNS-obfuscated candidates, loopback candidates allowed).
+"""
+
+from __future__ import annotations
+
+import shutil
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+def chromium_or_skip() -> tuple[str, str]:
+    """Paths of chromium and chromedriver, or skip the test saying what is missing."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not browser or not driver:
+        pytest.skip("needs Debian's chromium and chromium-driver (make test installs them as root)")
+    return browser, driver
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int = 16000) -> Path:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.astype(np.int16).tobytes())
+    return path
+
+
+def chrome(microphone_wav: Path | None = None, fake_ui: bool = True):  # noqa: ANN201
+    """A headless Chromium driven by selenium."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    browser, driver = chromium_or_skip()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--use-fake-device-for-media-stream",
+        "--ignore-certificate-errors",
+        "--disable-background-networking",
+        "--no-first-run",
+        "--autoplay-policy=no-user-gesture-required",
+        "--disable-features=WebRtcHideLocalIpsWithMdns",
+        "--allow-loopback-in-peer-connection",
+        "--window-size=900,1100",
+    ):
+        options.add_argument(arg)
+    if fake_ui:
+        options.add_argument("--use-fake-ui-for-media-stream")
+    if microphone_wav is not None:
+        options.add_argument(f"--use-file-for-fake-audio-capture={microphone_wav}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(driver), options=options)

@@ -1,0 +1,72 @@
+"""Headless Chromium opens /rtc over HTTPS and talks to Hearth with a fake microphone."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.browser import ARTIFACTS, chrome, chromium_or_skip, write_wav
+from tests.daemon import Daemon
+from tests.helpers import silence, words
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory):
+    chromium_or_skip()
+    extra = "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 22000\n  port_max: 22099\n"
+    d = Daemon(tmp_path_factory.mktemp("rtc-browser"), extra).start()
+    try:
+        yield d
+    finally:
+        out = d.stop()
+    assert d.returncode == 0, out
+
+
+def wait_for(driver, script: str, timeout: float = 90):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.25)
+    logs = [entry["message"] for entry in driver.get_log("browser")][-20:]
+    raise AssertionError(f"timed out waiting for: {script}\nbrowser log: {logs}")
+
+
+def test_the_rtc_page_transcribes_the_microphone_over_https(daemon, kitchen, tmp_path):
+    wav = write_wav(tmp_path / "mic.wav", np.concatenate([silence(0.8), kitchen, silence(1.5)]))
+    driver = chrome(wav)
+    try:
+        driver.get(f"{daemon.https_url}/rtc?autoconnect=1&mode=hands-free")
+        assert driver.execute_script("return window.isSecureContext")
+        wait_for(driver, "return document.getElementById('state').dataset.state === 'connected'")
+        text = wait_for(
+            driver,
+            "const li = document.querySelector('#finals li'); return li && li.textContent",
+        )
+        assert words(text) == words("Turn on the kitchen lights.")
+        ARTIFACTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / "rtc-page.png"))
+    finally:
+        driver.quit()
+
+
+def test_the_page_explains_a_denied_microphone(daemon):
+    driver = chrome(fake_ui=False)  # no fake permission UI: headless denies the prompt
+    try:
+        driver.get(f"{daemon.https_url}/rtc?autoconnect=1")
+        notice = wait_for(
+            driver,
+            "const n = document.getElementById('notice'); return !n.hidden && n.textContent",
+            timeout=30,
+        )
+        assert "Microphone access was denied" in notice
+        assert driver.execute_script("return document.getElementById('state').dataset.state") == (
+            "error"
+        )
+    finally:
+        driver.quit()
