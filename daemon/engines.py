@@ -61,6 +61,30 @@ def engine_requests(config: Config) -> list[EngineRequest]:
     return requests
 
 
+def model_keys(config: Config) -> dict[str, object]:
+    """What decides each loaded model: equal keys mean a reload can keep the model.
+
+    Settings read per request (sampling, prompts, limits, history) are not part
+    of a key; the worker count is (CTranslate2 sizes its replicas by it).
+    """
+    llm = config.llm
+    keys: dict[str, object] = {
+        f"asr:{name}": (m, config.models_path, config.asr.workers)
+        for name, m in config.asr.models.items()
+    }
+    keys["vad"] = (config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
+    keys["tts"] = (config.tts.device, config.tts.loaded_voices)
+    keys["tts-cache"] = (config.tts.cache, config.tts_cache_path)
+    keys["llm"] = (
+        llm.backend,
+        llm.remote if llm.backend == "remote" else None,
+        (llm.model, llm.device, llm.gpu_layers, llm.context_tokens, llm.threads),
+        config.models_path,
+    )
+    keys["conversations"] = (llm.history_turns, llm.history_ttl_s, llm.max_conversations)
+    return keys
+
+
 class Engines:
     """Every loaded engine, its worker pool, and the services built on them."""
 
@@ -130,10 +154,50 @@ class Engines:
         """Engine status as plain data (for /healthz and ``hearth check --json``)."""
         return [s.__dict__ | {"reasons": list(s.reasons)} for s in self.status]
 
+    @property
+    def pools(self) -> tuple[WorkerPool, ...]:
+        """Every worker pool."""
+        return (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool)
+
     def close(self) -> None:
         """Stop the worker pools; safe to call more than once."""
-        for pool in (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool):
+        for pool in self.pools:
             pool.close()
+
+
+class _Reuse:
+    """What a reload may take over from the engines in use (nothing when None)."""
+
+    def __init__(self, previous: Engines | None, config: Config) -> None:
+        self.previous = previous
+        self.same: set[str] = set()
+        if previous is not None:
+            old, new = model_keys(previous.config), model_keys(config)
+            self.same = {k for k, v in new.items() if old.get(k) == v}
+
+    def model(self, key: str, current: T | None) -> T | None:
+        """The previous engine's object for ``key`` when its key is unchanged."""
+        return current if key in self.same and current is not None else None
+
+    def status(self, engines: Engines, name: str) -> None:
+        """Carry the previous status line of a kept model over."""
+        assert self.previous is not None
+        engines.status.extend(s for s in self.previous.status if s.name == name)
+        _LOGGER.info("Kept %s loaded (unchanged)", name)
+
+    def pools(self, engines: Engines) -> None:
+        """Keep each pool whose worker count is unchanged, with the new queue size.
+
+        A kept model keeps its pool: a local LLM must never run twice at once.
+        """
+        if self.previous is None:
+            return
+        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool"):
+            old, new = getattr(self.previous, attr), getattr(engines, attr)
+            if old.workers == new.workers:
+                old.max_queue = new.max_queue
+                new.close()
+                setattr(engines, attr, old)
 
 
 def load_engines(
@@ -143,12 +207,17 @@ def load_engines(
     asr: bool = True,
     tts: bool = True,
     llm: bool = True,
+    previous: Engines | None = None,
 ) -> Engines:
     """Load the configured engines (blocking: call from a thread at start-up).
 
-    The CLI loads only what a command needs; the daemon loads everything.
+    The CLI loads only what a command needs; the daemon loads everything. On a
+    reload ``previous`` are the engines in use: models whose settings did not
+    change are taken over (with their worker pools) instead of loaded again.
     """
     engines = Engines(config)
+    reuse = _Reuse(previous, config)
+    reuse.pools(engines)
     placements = {p.name: p for p in plan(engine_requests(config), report)}
     for placement in placements.values():
         for reason in placement.reasons:
@@ -158,6 +227,11 @@ def load_engines(
     for name, model_cfg in config.asr.models.items() if asr else ():
         path = resolve_whisper(model_cfg.path, config.models_path, config.asr.allow_download)
         placement = placements[f"asr:{name}"]
+        kept = reuse.model(placement.name, previous.asr.get(name) if previous else None)
+        if kept is not None:
+            engines.asr[name] = kept
+            reuse.status(engines, placement.name)
+            continue
 
         def load_asr(p: Placement, path: Path = path, name: str = name) -> AsrModel:
             from .asr.whisper import WhisperAsr
@@ -185,14 +259,22 @@ def load_engines(
             "on" if engines.partials else "off",
             default.device,
         )
-    engines.vad = create_vad(config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
+    engines.vad = reuse.model("vad", previous.vad if previous else None) or create_vad(
+        config.vad.engine, config.vad.threshold, config.vad.aggressiveness
+    )
     if tts:
-        _load_tts(engines, config, placements["tts"])
+        _load_tts(engines, config, placements["tts"], reuse)
     if llm:
-        engines.llm = _load_llm(engines, config, placements.get("llm"))
+        kept_llm = reuse.model("llm", previous.llm if previous else None)
+        if kept_llm is not None:
+            reuse.status(engines, "llm")
+        engines.llm = kept_llm or _load_llm(engines, config, placements.get("llm"))
+        old_chat = previous.chat if previous else None
+        conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
         engines.chat = ChatService(
             engines.llm,
-            ConversationStore(
+            conversations
+            or ConversationStore(
                 config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
             ),
             ChatSettings(
@@ -206,8 +288,9 @@ def load_engines(
     return engines
 
 
-def _load_tts(engines: Engines, config: Config, placement: Placement) -> None:
+def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
     voice = engines.voices.get(config.tts.default_voice)
+    previous = reuse.previous.tts if reuse.previous is not None else None
 
     def load_tts(p: Placement) -> TtsEngine:
         from .tts.piper import PiperTts
@@ -216,12 +299,15 @@ def _load_tts(engines: Engines, config: Config, placement: Placement) -> None:
         engine.preload(voice)
         return engine
 
-    tts_engine = _load_with_fallback(engines, placement, voice.model_path, load_tts)
-    cache = (
-        TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
-        if config.tts.cache.enabled
-        else None
-    )
+    tts_engine = reuse.model("tts", previous.engine if previous else None)
+    if tts_engine is not None:
+        tts_engine.preload(voice)  # a new default voice loads beside the others
+        reuse.status(engines, "tts")
+    else:
+        tts_engine = _load_with_fallback(engines, placement, voice.model_path, load_tts)
+    cache = reuse.model("tts-cache", previous.cache if previous else None)
+    if cache is None and config.tts.cache.enabled:
+        cache = TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
     engines.tts = TtsService(
         tts_engine,
         engines.voices,

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -105,12 +105,19 @@ class DaemonServer(uvicorn.Server):
     uvicorn re-raises a caught signal after shutting down, which ends the process
     with the signal's status; a service stopped on purpose must exit 0. A second
     signal forces the exit. With several listeners (HTTP and HTTPS) the first owns
-    the signals and stops its ``followers`` with itself.
+    the signals and stops its ``followers`` with itself; ``on_stop`` is told of the
+    first request so that the other listeners can start draining at the same time.
     """
 
-    def __init__(self, config: uvicorn.Config, own_signals: bool = True) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        own_signals: bool = True,
+        on_stop: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(config)
         self.own_signals = own_signals
+        self.on_stop = on_stop
         self.followers: list[DaemonServer] = []
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -129,15 +136,15 @@ class DaemonServer(uvicorn.Server):
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self.request_stop, sig)
-        try:
-            yield
-        finally:
-            for sig in STOP_SIGNALS:
-                loop.remove_signal_handler(sig)
+        # The handlers stay until the loop closes: a second signal while the other
+        # listeners drain must not kill the process with the signal's status.
+        yield
 
     def request_stop(self, sig: int = signal.SIGTERM) -> None:
         """Begin a graceful shutdown (a second request forces it)."""
         _LOGGER.info("Stopping on %s", signal.Signals(sig).name)
+        if not self.should_exit and self.on_stop is not None:
+            self.on_stop()
         self.stop(force=self.should_exit)
 
     def stop(self, force: bool = False) -> None:

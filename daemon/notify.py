@@ -14,7 +14,6 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -90,18 +89,12 @@ def watchdog_interval(environ: dict[str, str] | None = None) -> float | None:
     return int(usec) / 1e6 / 2
 
 
-async def keep_alive(
-    notifier: Notifier, interval: float, extra: Callable[[], dict[str, str | int]] | None = None
-) -> None:
+async def keep_alive(notifier: Notifier, interval: float) -> None:
     """Send ``WATCHDOG=1`` every ``interval`` seconds, from the event loop itself.
 
     The pings come from a task on the loop, not a thread: when the loop is stuck
     (a blocking call, a busy loop) they stop and systemd restarts the unit.
-    ``extra`` adds fields to each ping (e.g. ``EXTEND_TIMEOUT_USEC`` while loading).
     """
     while True:
-        fields: dict[str, str | int] = {"WATCHDOG": 1}
-        if extra is not None:
-            fields |= extra()
-        notifier.send(**fields)
+        notifier.send(WATCHDOG=1)
         await asyncio.sleep(interval)

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,14 +18,23 @@ import httpx
 
 from tests.helpers import free_port
 
+SYSTEMD_VARIABLES = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
+
 
 class Daemon:
     """One ``hearth serve`` process; use as a context manager."""
 
     def __init__(
-        self, workdir: Path, extra: str = "", mdns: bool = False, wyoming: str = ""
+        self,
+        workdir: Path,
+        extra: str = "",
+        mdns: bool = False,
+        wyoming: str = "",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.workdir = workdir
+        self.env = env or {}
+        """Extra environment (e.g. NOTIFY_SOCKET); systemd's own variables are dropped."""
         self.http_port = free_port()
         self.wyoming_port = free_port()
         self.https_port = free_port()
@@ -42,6 +52,8 @@ class Daemon:
         )
         self.proc: subprocess.Popen[str] | None = None
         self.output = ""
+        self._lines: list[str] = []
+        self._reader: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -61,11 +73,36 @@ class Daemon:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=os.environ | {"HF_HUB_OFFLINE": "1"},
+            env={k: v for k, v in os.environ.items() if k not in SYSTEMD_VARIABLES}
+            | {"HF_HUB_OFFLINE": "1"}
+            | self.env,
         )
+        # Read the log as it comes: a full pipe would block the daemon's event loop.
+        self._lines = []
+        self._reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True)
+        self._reader.start()
         if wait:
             self.wait_ready(timeout)
         return self
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self._lines.append(line)
+
+    @property
+    def log(self) -> str:
+        """Everything logged so far (also while the daemon runs)."""
+        return self.output + "".join(self._lines)
+
+    def wait_for_log(self, text: str, timeout: float = 60) -> str:
+        """Wait until ``text`` appears in the log; return the log."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never logged {text!r}:\n{self.log}")
+            time.sleep(0.05)
+        return self.log
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Wait for /healthz to answer 200 (every engine and listener is up)."""
@@ -89,11 +126,15 @@ class Daemon:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            out, _ = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, _ = self.proc.communicate()
-        self.output += out or ""
+            self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+            self._reader = None
+        self.output += "".join(self._lines)
+        self._lines = []
         return self.output
 
     @property

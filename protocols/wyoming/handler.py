@@ -48,6 +48,8 @@ _LOGGER = logging.getLogger(__name__)
 
 SAMPLES_PER_CHUNK = 1024
 """Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
+Observer = Callable[[str], None]
+"""Told the outcome of each finished request: "" when it succeeded, else the error code."""
 
 
 def error_event(exc: BaseException) -> Event:
@@ -73,8 +75,10 @@ class WyomingConnection:
         engines: Callable[[], Engines],
         max_event_bytes: int,
         body_timeout_s: float,
+        observer: Observer | None = None,
     ) -> None:
         self.reader = reader
+        self.observer = observer
         self.writer = writer
         self._engines = engines
         self.max_event_bytes = max_event_bytes
@@ -114,13 +118,17 @@ class WyomingConnection:
                     continue
                 if event is None:
                     return
+                ends = self._ends_request(event)
                 try:
                     self._handling = True
                     await self.handle(event)
+                    self._observe("" if ends else None)
                 except HearthError as exc:
+                    self._observe(exc.code)
                     _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
                     await self.write(error_event(exc))
                 except (KeyError, TypeError, ValueError) as exc:
+                    self._observe("invalid-event")
                     _LOGGER.info("[%s] malformed %s event: %r", self.id, event.type, exc)
                     problem = f"malformed '{event.type}' event ({type(exc).__name__}: {exc})"
                     await self.write(Error(text=problem, code="invalid-event").event())
@@ -132,6 +140,19 @@ class WyomingConnection:
             _LOGGER.debug("[%s] connection lost", self.id)
         finally:
             await self.close()
+
+    def _ends_request(self, event: Event) -> bool:
+        """Whether handling ``event`` completes a request (for the request count)."""
+        kind = event.type
+        if AudioStop.is_type(kind):
+            return self._asr is not None
+        if Synthesize.is_type(kind):
+            return self._tts is None
+        return any(t.is_type(kind) for t in (Describe, SynthesizeStop, Transcript))
+
+    def _observe(self, code: str | None) -> None:
+        if code is not None and self.observer is not None:
+            self.observer(code)
 
     async def close(self) -> None:
         """End open requests and the connection."""

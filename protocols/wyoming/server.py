@@ -16,7 +16,7 @@ from wyoming.event import async_write_event
 from daemon.engines import Engines
 
 from .framing import MAX_HEADER_BYTES
-from .handler import WyomingConnection
+from .handler import Observer, WyomingConnection
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -31,8 +31,10 @@ class WyomingServer:
         max_connections: int,
         max_event_bytes: int,
         body_timeout_s: float,
+        observer: Observer | None = None,
     ) -> None:
         self.uri = uri
+        self.observer = observer
         self._engines = engines
         self.max_connections = max_connections
         self.max_event_bytes = max_event_bytes
@@ -46,6 +48,10 @@ class WyomingServer:
     def connections(self) -> int:
         """Connections open now."""
         return len(self._tasks)
+
+    def busy_connections(self) -> list[WyomingConnection]:
+        """Connections in the middle of a request now."""
+        return [connection for connection in self._tasks.values() if connection.busy]
 
     async def start(self) -> None:
         """Bind the listener (raises OSError when the address is taken)."""
@@ -79,7 +85,7 @@ class WyomingServer:
             writer.close()
             return
         connection = WyomingConnection(
-            reader, writer, self._engines, self.max_event_bytes, self.body_timeout_s
+            reader, writer, self._engines, self.max_event_bytes, self.body_timeout_s, self.observer
         )
         task = asyncio.current_task()
         assert task is not None
@@ -98,13 +104,16 @@ class WyomingServer:
         if self._server is None:
             return
         self._server.close()
-        for task, connection in list(self._tasks.items()):
-            if not connection.busy:
-                task.cancel()  # idle between requests: nothing to finish
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
-            for task in pending:
-                task.cancel()
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while self._tasks:
+            for task, connection in list(self._tasks.items()):
+                if not connection.busy:
+                    task.cancel()  # idle between requests, or its request is done
+            if asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.wait(set(self._tasks), timeout=0.05)
+        for task in list(self._tasks):
+            task.cancel()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 2)
         self._server = None

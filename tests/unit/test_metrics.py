@@ -1,0 +1,111 @@
+"""/metrics: the Prometheus text parses, requests are counted, the API key applies."""
+
+from types import SimpleNamespace
+
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from daemon.config import parse_config
+from daemon.inflight import InFlight
+from daemon.metrics import Metrics, ServiceSnapshot, outcome_of_code, outcome_of_status
+from protocols.http.app import create_app
+from protocols.http.metrics import protocol_of
+
+
+class FakeService:
+    """Loading: no engines; metrics and in-flight tracking like the real service."""
+
+    def __init__(self, api_key: str = "") -> None:
+        self.config = parse_config(f'auth:\n  api_key: "{api_key}"\n', "test.yaml")
+        self.engines = None
+        self.inflight = InFlight()
+        self.metrics = Metrics(
+            lambda: ServiceSnapshot(
+                "loading", ("loading", "ready"), None, {"wyoming": 2} | self.inflight.active()
+            )
+        )
+
+    def health(self):
+        return False, {"status": "loading"}
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_metrics_parse_and_count_a_request():
+    service = FakeService()
+    client = TestClient(create_app(service))
+    before = samples(client.get("/metrics").text)
+    assert before[("hearth_state", (("hearth_state", "loading"),))] == 1
+    assert before[("hearth_active_sessions", (("protocol", "wyoming"),))] == 2
+    resp = client.get("/api/tts", params={"text": "hi"})
+    assert resp.status_code == 503  # still loading
+    assert len(resp.headers["x-request-id"]) == 12
+    after = samples(client.get("/metrics").text)
+    key = ("hearth_requests_total", (("outcome", "busy"), ("protocol", "willow")))
+    assert after[key] == 1
+    assert client.get("/api/ping").headers.get("x-request-id") is None  # probes: uncounted
+
+
+def test_a_sane_client_request_id_is_kept():
+    client = TestClient(create_app(FakeService()))
+    resp = client.get("/v1/models", headers={"X-Request-Id": "abc-123"})
+    assert resp.headers["x-request-id"] == "abc-123"
+    evil = client.get("/v1/models", headers={"X-Request-Id": "a b\x7f"})
+    assert evil.headers["x-request-id"] != "a b\x7f"
+
+
+def test_metrics_need_the_api_key_when_one_is_set():
+    client = TestClient(create_app(FakeService("k")))
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer k"}).status_code == 200
+
+
+def test_metrics_can_be_turned_off():
+    service = FakeService()
+    service.config = parse_config("metrics:\n  enabled: false\n", "test.yaml")
+    assert TestClient(create_app(service)).get("/metrics").status_code == 404
+
+
+def test_outcomes_and_protocols():
+    assert [outcome_of_status(s) for s in (200, 404, 413, 503, 500)] == [
+        "ok",
+        "rejected",
+        "rejected",
+        "busy",
+        "error",
+    ]
+    assert [outcome_of_code(c) for c in ("", "unknown-voice", "busy", "internal-error")] == [
+        "ok",
+        "rejected",
+        "busy",
+        "error",
+    ]
+    assert protocol_of("/v1/audio/speech") == "openai"
+    assert protocol_of("/api/willow") == "willow"
+    assert protocol_of("/api/rtc/asr") == "webrtc"
+    assert protocol_of("/healthz") is None and protocol_of("/api/ping") is None
+
+
+def test_engine_latency_is_observed_from_the_worker_pools():
+    import asyncio
+
+    from daemon.workers import WorkerPool
+
+    metrics = Metrics(lambda: ServiceSnapshot("ready", ("ready",), None))
+    engines = SimpleNamespace(
+        asr_pool=WorkerPool("asr", 1, 4),
+        tts_pool=WorkerPool("tts", 1, 4),
+        llm_pool=WorkerPool("llm", 1, 4),
+    )
+    metrics.watch(engines)  # type: ignore[arg-type]
+    asyncio.run(engines.asr_pool.run(sum, [1, 2]))
+    for pool in (engines.asr_pool, engines.tts_pool, engines.llm_pool):
+        pool.close()
+    values = samples(metrics.render().decode())
+    assert values[("hearth_engine_latency_seconds_count", (("engine", "asr"),))] == 1
