@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
 
-.PHONY: install run test lint format bench check lock clean browser
+.PHONY: install run test lint format bench check lock clean browser systemd-tools install-service uninstall-service
 
 install: $(STAMP)
 
@@ -40,7 +40,7 @@ format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench
 	$(BIN)/ruff check --fix daemon protocols tests bench
 
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser systemd-tools
 	$(BIN)/python -m pytest -q -ra
 
 # Headless Chromium for the browser-page tests (Debian packages; installed when root).
@@ -49,6 +49,21 @@ browser:
 		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q chromium chromium-driver || \
 		{ apt-get update -q && apt-get install -y -q chromium chromium-driver; }; }; } || \
 		echo "chromium/chromedriver missing and not root: browser tests will be skipped"
+
+# systemd-analyze for the unit-file tests (Debian package; installed when root).
+systemd-tools:
+	@command -v systemd-analyze >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends systemd || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends systemd; }; }; } || \
+		echo "systemd-analyze missing and not root: the unit-file tests will be skipped"
+
+# Hearth as a systemd service: venv in /opt/hearth, unit, /etc/hearth/config.yaml (if absent).
+# Run again to upgrade after a git pull.
+install-service: $(STAMP)
+	$(if $(filter 0,$(shell id -u)),,sudo) $(BIN)/hearth install-service --source $(CURDIR)
+
+uninstall-service: $(STAMP)
+	$(if $(filter 0,$(shell id -u)),,sudo) $(BIN)/hearth install-service --uninstall
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -1,4 +1,4 @@
-"""The ``hearth`` command: serve, check, transcribe, say, chat."""
+"""The ``hearth`` command: serve, check, transcribe, say, chat, install-service."""
 
 from __future__ import annotations
 
@@ -64,12 +64,27 @@ def _parser() -> argparse.ArgumentParser:
 
     chat = add("chat", "Ask the LLM; the reply streams to standard output.")
     chat.add_argument("prompt")
+
+    svc = sub.add_parser(
+        "install-service",
+        help="Install Hearth as a systemd service (as root).",
+        description="Install (or upgrade) the venv in /opt/hearth, the hearth user, the "
+        "systemd unit and /etc/hearth/config.yaml if absent; enable and start it.",
+    )
+    svc.add_argument("--uninstall", action="store_true", help="stop and remove unit and venv")
+    svc.add_argument("--prefix", default="/opt/hearth", help="venv location (/opt/hearth)")
+    svc.add_argument("--source", type=Path, help="Hearth source tree (default: this checkout)")
+    svc.add_argument("--root", type=Path, default=Path("/"), help="stage into this folder")
+    svc.add_argument("--no-venv", action="store_true", help="only the user, unit and config")
+    svc.add_argument("--no-start", action="store_true", help="do not enable and start it")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hearth`` console script."""
     args = _parser().parse_args(argv)
+    if args.command == "install-service":
+        return _install_service(args)
     try:
         config = load_config(args.config)
     except ConfigError as exc:
@@ -90,6 +105,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _install_service(args: argparse.Namespace) -> int:
+    from .install import InstallError, Layout, install, source_tree, uninstall
+
+    layout = Layout(root=args.root, prefix=args.prefix)
+    try:
+        if args.uninstall:
+            uninstall(layout)
+            return 0
+        source = args.source or source_tree()
+        if source is None:
+            raise InstallError("no source tree here: pass --source /path/to/hearth")
+        install(layout, source, venv=not args.no_venv, start=not args.no_start)
+    except (InstallError, OSError) as exc:
+        print(f"hearth: install-service: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _serve(config: Config) -> int:
