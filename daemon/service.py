@@ -20,26 +20,22 @@ import logging
 import math
 import platform
 import signal
-import threading
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .asr.base import TranscribeOptions
 from .config import Config, load_config
 from .engines import Engines, load_engines
-from .errors import ConfigError, HearthError, ModelUnavailable
+from .errors import ConfigError, ModelUnavailable
 from .hardware import HardwareReport, probe
 from .inflight import InFlight
 from .logs import set_level
 from .metrics import Metrics, ServiceSnapshot, outcome_of_code
 from .notify import Notifier, keep_alive, watchdog_interval
 from .reload import ReloadPlan, plan_reload, retire
-from .tts.base import SynthesisOptions
+from .startup import in_daemon_thread, warm_up
 
 if TYPE_CHECKING:
     from protocols.wyoming.server import WyomingServer
@@ -47,7 +43,6 @@ if TYPE_CHECKING:
     from .mdns import Advertiser
 
 _LOGGER = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 class ServiceState(enum.Enum):
@@ -133,11 +128,11 @@ class HearthService:
         began = time.perf_counter()
         self.notifier.status("Loading models")
         if self.report is None:
-            self.report = await _in_daemon_thread(probe)
-        self.engines = await _in_daemon_thread(load_engines, self.config, self.report)
+            self.report = await in_daemon_thread(probe)
+        self.engines = await in_daemon_thread(load_engines, self.config, self.report)
         self.metrics.watch(self.engines)
         self.notifier.status("Warming up models")
-        await self._warm_up(self.engines)
+        await warm_up(self.engines)
         await self._start_listeners()
         await self._http_bound()
         self.state = ServiceState.READY
@@ -196,29 +191,6 @@ class HearthService:
         """Wait until every HTTP(S) listener is bound (READY=1 promises it)."""
         while not all(s.started or s.should_exit for s in self._servers):
             await asyncio.sleep(0.05)
-
-    async def _warm_up(self, engines: Engines, previous: Engines | None = None) -> None:
-        """One tiny call per engine so the first real request is not the slow one.
-
-        On a reload only what ``previous`` did not have already is warmed up.
-        """
-        silence = np.zeros(16000, dtype=np.float32)
-        for name, model in engines.asr.items():
-            if previous is None or previous.asr.get(name) is not model:
-                await engines.asr_pool.run(model.transcribe, silence, TranscribeOptions())
-        old_tts = previous.tts if previous is not None else None
-        if engines.tts is not None and (
-            old_tts is None
-            or old_tts.engine is not engines.tts.engine
-            or old_tts.default_voice != engines.tts.default_voice
-        ):
-            async for _ in engines.tts.stream("Ready.", SynthesisOptions()):
-                pass
-        if engines.chat is not None and (previous is None or previous.llm is not engines.llm):
-            try:
-                await engines.chat.warm_up()
-            except HearthError as exc:  # a remote LLM may come up later
-                _LOGGER.warning("LLM warm-up failed: %s", exc)
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
@@ -368,10 +340,10 @@ class HearthService:
         def load_changed() -> Engines:
             return load_engines(config, report, previous=previous)
 
-        engines = await _in_daemon_thread(load_changed)
+        engines = await in_daemon_thread(load_changed)
         try:
             self.metrics.watch(engines)
-            await self._warm_up(engines, previous)
+            await warm_up(engines, previous)
         except BaseException:
             await retire(engines, previous, lambda: True, 0)  # close only what is new
             raise
@@ -445,37 +417,6 @@ class HearthService:
             if engines.llm is not None:
                 await engines.llm.close()
             engines.close()
-
-
-async def _in_daemon_thread(func: Callable[..., T], *args: Any) -> T:
-    """Run a long start-up call in a daemon thread.
-
-    Unlike the default executor, a daemon thread does not hold up the process
-    exit, so SIGTERM during model loading (or a slow download) stops at once.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-    def target() -> None:
-        try:
-            result, error = func(*args), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            result, error = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the loop is gone: the daemon is exiting
-            pass
-
-    threading.Thread(target=target, name=f"hearth-{func.__name__}", daemon=True).start()
-    return await future
 
 
 @functools.lru_cache(maxsize=1)
