@@ -18,6 +18,7 @@ from aiortc.mediastreams import MediaStreamError
 from aiortc.rtp import RtcpByePacket
 
 from protocols.webrtc import ice
+from protocols.webrtc.rtcp import pace_reports
 from protocols.webrtc.tracks import ReplyTrack, frame_pcm
 
 LOOPBACK = ice.IcePolicy(20000, 20999, ("127.0.0.1",))
@@ -71,6 +72,9 @@ class RtcClient:
         answer = resp.json()
         self.session = answer["session"]
         await self.pc.setRemoteDescription(RTCSessionDescription(answer["sdp"], answer["type"]))
+        for transceiver in self.pc.getTransceivers():  # as browsers do for audio
+            pace_reports(transceiver.sender)
+            pace_reports(transceiver.receiver)
         await asyncio.wait_for(opened.wait(), timeout)
         return self
 

@@ -16,6 +16,7 @@ from daemon.engines import Engines
 from daemon.errors import Busy, InvalidRequest
 
 from . import ice
+from .rtcp import pace_reports
 from .session import RtcSession
 
 _LOGGER = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ class RtcManager:
             pc.addTrack(session.reply_track)
             with ice.applied(self.policy):
                 await pc.setLocalDescription(await pc.createAnswer())
+            for transceiver in pc.getTransceivers():
+                pace_reports(transceiver.sender)
+                pace_reports(transceiver.receiver)
         except InvalidRequest:
             await self.close_session(session.id)
             raise

@@ -59,7 +59,9 @@ def parse(raw: str | bytes) -> Command:
             if isinstance(kind, str)
             else "message needs a string 'type'"
         )
-    obj = data.get("obj") or {}
+    obj = data.get("obj")
+    if obj is None:
+        obj = {}
     if not isinstance(obj, dict):
         raise InvalidRequest("'obj' must be a JSON object")
     model = obj.get("model")
