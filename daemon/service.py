@@ -38,6 +38,7 @@ from .reload import ReloadPlan, plan_reload, retire
 from .startup import in_daemon_thread, warm_up
 
 if TYPE_CHECKING:
+    from protocols.webrtc.manager import RtcManager
     from protocols.wyoming.server import WyomingServer
 
     from .mdns import Advertiser
@@ -71,6 +72,7 @@ class HearthService:
         self.error = ""
         self.started = time.monotonic()
         self.wyoming: WyomingServer | None = None
+        self.rtc: RtcManager | None = None
         self.mdns: Advertiser | None = None
         self._mdns_start: asyncio.Task[None] | None = None
         self.notifier = notifier or Notifier()
@@ -195,10 +197,15 @@ class HearthService:
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
         from protocols.http.app import create_app
+        from protocols.webrtc.manager import RtcManager
 
         from .httpserver import DaemonServer
 
         app = create_app(self)
+        # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
+        self.rtc = RtcManager(self.config.webrtc, self.current_engines)
+        app.state.rtc = self.rtc
+        self.register_sessions("webrtc", lambda: len(self.rtc.sessions) if self.rtc else 0)
         http = self.config.http
         server = DaemonServer(self._uvicorn_config(app, http.port), on_stop=self._begin_stop)
         self._servers = [server]
@@ -399,7 +406,10 @@ class HearthService:
         HTTP drains at the same time in uvicorn (``timeout_graceful_shutdown``).
         """
         wyoming, self.wyoming = self.wyoming, None
+        rtc, self.rtc = self.rtc, None
         steps = [self._stop_mdns()]
+        if rtc is not None:
+            steps.append(rtc.close())
         if wyoming is not None:
             steps.append(wyoming.stop(grace_s))
         await asyncio.gather(*steps)

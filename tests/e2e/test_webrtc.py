@@ -64,6 +64,9 @@ async def test_push_to_talk_survives_pauses_with_bye(daemon, kitchen, speak):
         assert any(m["type"] == "log" and "large" in m["message"] for m in client.received)
         client.send("ping")
         await client.expect("pong")
+        async with httpx.AsyncClient(timeout=10) as http:
+            metrics = (await http.get(f"{daemon.url}/metrics")).text
+        assert 'hearth_active_sessions{protocol="webrtc"} 1.0' in metrics
     finally:
         await client.close()
 

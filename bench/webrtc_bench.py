@@ -1,0 +1,207 @@
+"""WebRTC: idle cost of a paused session, end of speech -> transcript, concurrency.
+
+An aiortc client (the same one the tests use, standing in for a browser) talks to a
+real ``hearth serve`` over loopback. Every UDP datagram of the session's socket is
+counted in both directions (payload bytes; on-wire adds 28 bytes of IPv4+UDP
+header per packet).
+
+Run: .venv/bin/python bench/webrtc_bench.py [--runs 5] [--idle-seconds 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.results import machine, write_section  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+from tests.helpers import words  # noqa: E402
+from tests.webrtc_client import RtcClient  # noqa: E402
+
+UTTERANCE = "Please turn on the kitchen lights and close the blinds."
+RATE = 16000
+
+
+@dataclass
+class Counter:
+    sent_bytes: int = 0
+    sent_packets: int = 0
+    received_bytes: int = 0
+    received_packets: int = 0
+
+    def snapshot(self) -> tuple[int, int, int, int]:
+        return (self.sent_bytes, self.sent_packets, self.received_bytes, self.received_packets)
+
+
+def count_udp(client: RtcClient) -> Counter:
+    """Wrap the client's ICE sockets so every datagram is counted."""
+    counter = Counter()
+    connection: Any = client.pc.getTransceivers()[0].sender.transport.transport._connection
+    for protocol in connection._protocols:
+        transport = protocol.transport
+        send, receive = transport.sendto, protocol.datagram_received
+
+        def sendto(data: bytes, addr: Any = None, _send: Any = send) -> None:
+            counter.sent_bytes += len(data)
+            counter.sent_packets += 1
+            _send(data, addr)
+
+        def datagram_received(data: bytes, addr: Any, _receive: Any = receive) -> None:
+            counter.received_bytes += len(data)
+            counter.received_packets += 1
+            _receive(data, addr)
+
+        transport.sendto = sendto
+        protocol.datagram_received = datagram_received
+    return counter
+
+
+async def utterance(client: RtcClient, speech: np.ndarray, hands_free: bool) -> float:
+    """One utterance; seconds from the end of speech (ptt: the stop) to ``infer``."""
+    silence = np.zeros(int(0.3 * RATE), np.int16)
+    if hands_free:
+        await client.speak(np.concatenate([silence, speech]))
+        ended = time.perf_counter()
+        client.mic.play(np.zeros(int(1.5 * RATE), np.int16).tobytes(), RATE)
+        client.mic.flush()
+    else:
+        client.send("start")
+        await client.expect("state")
+        await client.speak(np.concatenate([silence, speech, silence]))
+        client.send("stop")
+        ended = time.perf_counter()
+    infer = await client.expect("infer")
+    latency = time.perf_counter() - ended
+    if words(infer["obj"]["text"]) != words(UTTERANCE):
+        raise RuntimeError(f"wrong transcript: {infer['obj']['text']!r}")
+    return latency
+
+
+async def run(runs: int, idle_s: float) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 23000\n  port_max: 23099\n"
+        daemon = Daemon(Path(tmp), extra).start()
+        try:
+            speech = await speak(daemon)
+            client = await RtcClient(daemon.url).connect()
+            await utterance(client, speech, hands_free=False)  # warm-up
+            ptt = [await utterance(client, speech, hands_free=False) for _ in range(runs)]
+            client.send("listen")
+            await client.expect("state")
+            hands_free = [await utterance(client, speech, hands_free=True) for _ in range(runs)]
+            client.send("mute")
+            await client.expect("state")
+
+            # Idle: the track paused as a browser does it (with a BYE), nothing said.
+            counter = count_udp(client)
+            client.pause()
+            await client.send_bye()
+            await asyncio.sleep(5.0)  # let the last media drain
+            start, began = counter.snapshot(), time.perf_counter()
+            await asyncio.sleep(idle_s)
+            end, elapsed = counter.snapshot(), time.perf_counter() - began
+            client.resume()
+            after_idle = await utterance(client, speech, hands_free=False)
+            await client.close()
+
+            clients = [await RtcClient(daemon.url).connect() for _ in range(4)]
+            results = await asyncio.gather(
+                *(utterance(c, speech, hands_free=False) for c in clients),
+                return_exceptions=True,
+            )
+            for c in clients:
+                await c.close()
+        finally:
+            daemon.stop()
+
+    sent_b, sent_p = (end[0] - start[0]) / elapsed, (end[1] - start[1]) / elapsed
+    recv_b, recv_p = (end[2] - start[2]) / elapsed, (end[3] - start[3]) / elapsed
+    payload = (end[0] - start[0]) + (end[2] - start[2])
+    packets = (end[1] - start[1]) + (end[3] - start[3])
+    wire_kbps = (payload + 28 * packets) * 8 / elapsed / 1000
+    ok = [r for r in results if not isinstance(r, BaseException)]
+    ordered = sorted(ok)
+
+    def pct(q: float) -> float:
+        if not ordered:
+            return float("nan")
+        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+    rows = [
+        "## WebRTC",
+        "",
+        f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. An aiortc client "
+        "(the tests' browser stand-in) and `hearth serve` on loopback, default config, "
+        f"partial transcripts off (CPU). Medians of {runs} runs. "
+        "Run with `.venv/bin/python bench/webrtc_bench.py`.",
+        "",
+        "| measure | result | target | verdict |",
+        "| --- | --- | --- | --- |",
+        f"| Idle paused session over {elapsed:.0f} s, client -> Hearth | {sent_b:.1f} B/s, "
+        f"{sent_p:.2f} packets/s | - | - |",
+        f"| Idle paused session, Hearth -> client | {recv_b:.1f} B/s, {recv_p:.2f} packets/s "
+        "| - | - |",
+        f"| Idle total on the wire (both directions, IPv4+UDP headers included) "
+        f"| {wire_kbps:.2f} kbps | <= 2 kbps (Willow: about 5 kbps, 5 packets/s) "
+        f"| {'met' if wire_kbps <= 2 else 'not met'} |",
+        f"| Push-to-talk: stop -> `infer` ({len(speech) / RATE:.1f} s utterance) "
+        f"| {statistics.median(ptt) * 1000:.0f} ms | - | - |",
+        f"| Hands-free: end of speech -> `infer` (700 ms of trailing silence ends it) "
+        f"| {statistics.median(hands_free) * 1000:.0f} ms | - | - |",
+        f"| First utterance after {elapsed:.0f} s paused (session kept, BYE ignored) "
+        f"| {after_idle * 1000:.0f} ms, transcript correct | works | met |",
+        f"| 4 sessions at once, push-to-talk: correct / p50 / p95 | {len(ok)}/4 / "
+        f"{pct(0.5) * 1000:.0f} ms / {pct(0.95) * 1000:.0f} ms | all succeed "
+        f"| {'met' if len(ok) == 4 else 'not met'} |",
+        "",
+        "While paused, the browser sends no RTP and Hearth's reply track sends nothing "
+        "(it produces frames only while a reply is spoken), so what remains is ICE consent "
+        "checks (STUN, every few seconds each way) and RTCP reports. The data-channel "
+        "keepalive ping of the /rtc page (every 30 s) adds a few bytes per second.",
+    ]
+    return "\n".join(rows)
+
+
+async def speak(daemon: Daemon) -> np.ndarray:
+    """The utterance, spoken by Hearth's own TTS (over Wyoming), at 16 kHz."""
+    from wyoming.client import AsyncTcpClient
+    from wyoming.tts import Synthesize
+
+    from daemon.audio import resample_pcm
+
+    pcm, rate = bytearray(), RATE
+    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
+        await c.write_event(Synthesize(text=UTTERANCE).event())
+        while (event := await c.read_event()) is not None and event.type != "audio-stop":
+            if event.type == "audio-start":
+                rate = int(event.data["rate"])
+            elif event.type == "audio-chunk":
+                pcm += event.payload or b""
+    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--idle-seconds", type=float, default=120.0)
+    args = parser.parse_args()
+    text = asyncio.run(run(args.runs, args.idle_seconds))
+    print(text)
+    write_section("webrtc", text)
+
+
+if __name__ == "__main__":
+    main()
