@@ -224,9 +224,27 @@ class LlmConfig:
 
 @dataclass(frozen=True)
 class VoicesConfig:
-    """Where user voices live."""
+    """The voice store, enrollment of a person's own voice, and training."""
 
     dir: str = ""
+    max_upload_mb: int = field(default=200, metadata=_c(min=1, max=4096))
+    enroll_dir: str = ""
+    prompts_file: str = ""
+    target_minutes: float = field(default=30.0, metadata=_c(min=0.1, max=1000.0))
+    min_minutes: float = field(default=10.0, metadata=_c(min=0.0, max=1000.0))
+    max_wer: float = field(default=0.25, metadata=_c(min=0.0, max=1.0))
+    min_snr_db: float = field(default=20.0, metadata=_c(min=0.0, max=100.0))
+    min_level_dbfs: float = field(default=-35.0, metadata=_c(min=-90.0, max=0.0))
+    max_clipped_percent: float = field(default=0.1, metadata=_c(min=0.0, max=100.0))
+    max_take_s: float = field(default=20.0, metadata=_c(min=1.0, max=120.0))
+    train_dir: str = ""
+    base_checkpoint: str = ""
+    espeak_voice: str = "en-us"
+    train_device: str = field(default="auto", metadata=_c(check=_device_ok))
+    train_epochs: int = field(default=1000, metadata=_c(min=1, max=1_000_000))
+    train_max_steps: int = field(default=0, metadata=_c(min=0, max=100_000_000))
+    train_batch_size: int = field(default=16, metadata=_c(min=1, max=1024))
+    train_threads: int = field(default=0, metadata=_c(min=0, max=256))
 
 
 @dataclass(frozen=True)
@@ -298,6 +316,20 @@ class Config:
         if self.voices.dir:
             return Path(os.path.expanduser(self.voices.dir))
         return self.state_path / "voices"
+
+    @property
+    def enroll_path(self) -> Path:
+        """Where enrollment recordings (datasets) are kept."""
+        if self.voices.enroll_dir:
+            return Path(os.path.expanduser(self.voices.enroll_dir))
+        return self.state_path / "enroll"
+
+    @property
+    def training_path(self) -> Path:
+        """Where training jobs keep checkpoints and progress."""
+        if self.voices.train_dir:
+            return Path(os.path.expanduser(self.voices.train_dir))
+        return self.state_path / "training"
 
     @property
     def tls_path(self) -> Path:

@@ -90,3 +90,21 @@ class Busy(HearthError):
     """Too many requests are already queued for an engine."""
 
     code = "busy"
+
+
+class InvalidVoice(HearthError):
+    """A voice upload or name is unusable (bad files, bad name); the message says why."""
+
+    code = "invalid-voice"
+
+
+class VoiceExists(HearthError):
+    """A voice of that name is already in the store."""
+
+    code = "voice-exists"
+
+
+class TrainingUnavailable(HearthError):
+    """Voice training needs the optional training extra, or a setting, that is missing."""
+
+    code = "training-unavailable"

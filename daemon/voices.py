@@ -3,24 +3,44 @@
 A voice is a folder (or, for bundled voices, a package resource) holding the Piper
 ``.onnx`` model and its ``.onnx.json`` config, plus Hearth's metadata. The store is
 read on every listing so that a voice added to the folder is visible at once.
+
+Changes are atomic: a new voice is assembled in a hidden temporary folder and
+renamed into place, a removal renames the folder away before deleting it, and
+metadata is replaced with ``os.replace``. A lock file serializes writers across
+threads and processes, so a crash at any point leaves whole voices only; the
+hidden leftovers of a crash are swept on the next change.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import importlib.resources
 import json
 import logging
+import os
 import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .errors import UnknownVoice
+from .errors import InvalidRequest, InvalidVoice, UnknownVoice, VoiceExists
 from .models import package_dir
 
 _LOGGER = logging.getLogger(__name__)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 METADATA = "voice.json"
+LOCK = ".lock"
+TEMP_PREFIX = ".tmp-"
+TRASH_PREFIX = ".trash-"
+DEFAULT_KEYS = ("default_speaker", "speed", "noise_scale", "noise_w_scale", "volume")
+"""Synthesis defaults a voice's metadata may set."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +60,33 @@ class VoiceInfo:
     read_only: bool
     attribution_name: str = "Piper"
     attribution_url: str = "https://github.com/OHF-Voice/piper1-gpl"
+    default_speaker: str | None = None
+    speed: float = 1.0
+    """Speaking rate multiplier applied under each request's own."""
+    noise_scale: float | None = None
+    noise_w_scale: float | None = None
+    volume: float = 1.0
+    """Gain multiplied with each request's own."""
+    origin: str = ""
+    """How a user voice came: imported, enrolled (trained) or a folder put there."""
+    created: str = ""
+    version: int = 0
+    """Model file change time (ns): loaded models and cached audio key on it."""
+
+    def describe(self) -> dict[str, Any]:
+        """The voice as JSON for the HTTP API and the CLI."""
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "language": self.language,
+            "sample_rate": self.sample_rate,
+            "speakers": list(self.speakers),
+            "source": self.source,
+            "origin": self.origin,
+            "read_only": self.read_only,
+            "created": self.created,
+            "defaults": {key: getattr(self, key) for key in DEFAULT_KEYS},
+        }
 
 
 @functools.lru_cache(maxsize=256)
@@ -116,6 +163,7 @@ class VoiceStore:
             except (OSError, ValueError) as exc:
                 _LOGGER.warning("Skipping voice folder %s: %s", folder, exc)
                 continue
+            defaults = meta.get("defaults") or {}
             voices.append(
                 VoiceInfo(
                     name=folder.name,
@@ -127,6 +175,14 @@ class VoiceStore:
                     display_name=meta.get("display_name", folder.name),
                     source="user",
                     read_only=False,
+                    default_speaker=defaults.get("default_speaker"),
+                    speed=float(defaults.get("speed", 1.0)),
+                    noise_scale=defaults.get("noise_scale"),
+                    noise_w_scale=defaults.get("noise_w_scale"),
+                    volume=float(defaults.get("volume", 1.0)),
+                    origin=str(meta.get("source", "folder")),
+                    created=str(meta.get("created", "")),
+                    version=models[0].stat().st_mtime_ns,
                 )
             )
         return voices
@@ -144,4 +200,159 @@ class VoiceStore:
             if voice.name == name:
                 return voice
         known = ", ".join(v.name for v in voices) or "none"
-        raise UnknownVoice(f"unknown voice '{name}' (voices: {known})")
+        raise UnknownVoice(f"unknown voice '{name[:64]}' (voices: {known})")
+
+    # -- changes --------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock (threads and processes), sweeping crash leftovers."""
+        self.user_dir.mkdir(parents=True, exist_ok=True)
+        with _THREAD_LOCK, open(self.user_dir / LOCK, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                self._sweep()
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _sweep(self) -> None:
+        # Under the lock no other writer is mid-change, so every hidden folder
+        # is what a killed writer left.
+        for entry in self.user_dir.iterdir():
+            if entry.is_dir() and entry.name.startswith((TEMP_PREFIX, TRASH_PREFIX)):
+                _LOGGER.info("Removing %s, left by an interrupted change", entry.name)
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def check_new_name(self, name: str) -> None:
+        """InvalidVoice for a bad name, VoiceExists when it is taken."""
+        check_name(name)
+        if any(v.name == name for v in self._bundled_voices) or (self.user_dir / name).exists():
+            raise VoiceExists(f"a voice called '{name}' already exists")
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A hidden temporary folder in the store, removed unless committed."""
+        self.user_dir.mkdir(parents=True, exist_ok=True)
+        folder = self.user_dir / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
+        folder.mkdir()
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def commit(self, staged: Path, name: str, meta: dict[str, Any]) -> VoiceInfo:
+        """Write ``voice.json`` into ``staged`` and rename it into place as ``name``."""
+        with self.locked():
+            self.check_new_name(name)
+            meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z")} | meta
+            _write_json(staged / METADATA, meta)
+            _fsync_tree(staged)
+            os.rename(staged, self.user_dir / name)
+            _fsync_dir(self.user_dir)
+        _LOGGER.info("Added voice %s", name)
+        return self.get(name)
+
+    def _user_folder(self, name: str) -> Path:
+        voice = self.get(name)
+        if voice.read_only:
+            raise InvalidRequest(f"voice '{name}' is bundled with Hearth and cannot be changed")
+        return self.user_dir / name
+
+    def remove(self, name: str) -> None:
+        """Delete a user voice."""
+        with self.locked():
+            folder = self._user_folder(name)
+            trash = self.user_dir / f"{TRASH_PREFIX}{uuid.uuid4().hex}"
+            os.rename(folder, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        _LOGGER.info("Removed voice %s", name)
+
+    def rename(self, name: str, new_name: str) -> VoiceInfo:
+        """Give a user voice another name."""
+        with self.locked():
+            folder = self._user_folder(name)
+            self.check_new_name(new_name)
+            os.rename(folder, self.user_dir / new_name)
+            _fsync_dir(self.user_dir)
+        _LOGGER.info("Renamed voice %s to %s", name, new_name)
+        return self.get(new_name)
+
+    def update(self, name: str, display_name: str | None, defaults: dict[str, Any]) -> VoiceInfo:
+        """Set a user voice's display name and synthesis defaults (None clears a default)."""
+        with self.locked():
+            folder = self._user_folder(name)
+            voice = self.get(name)
+            meta_file = folder / METADATA
+            meta = json.loads(meta_file.read_text("utf-8")) if meta_file.is_file() else {}
+            merged = dict(meta.get("defaults") or {})
+            for key, value in defaults.items():
+                if key not in DEFAULT_KEYS:
+                    raise InvalidRequest(f"unknown voice default '{key}'")
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            check_defaults(merged, voice.speakers)
+            meta["defaults"] = merged
+            if display_name is not None:
+                if not display_name.strip() or len(display_name) > 200:
+                    raise InvalidRequest("display name must be 1-200 characters")
+                meta["display_name"] = display_name.strip()
+            _write_json(meta_file, meta)
+        return self.get(name)
+
+
+_THREAD_LOCK = threading.RLock()
+
+
+def check_name(name: str) -> None:
+    """InvalidVoice unless ``name`` is a safe folder name (no traversal, no hidden files)."""
+    if not NAME_RE.match(name) or name in (".", ".."):
+        raise InvalidVoice(
+            f"invalid voice name '{name[:64]}': use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+
+
+def check_defaults(defaults: dict[str, Any], speakers: tuple[str, ...]) -> None:
+    """InvalidRequest when a synthesis default is out of range."""
+    ranges = {"speed": (0.25, 4.0), "noise_scale": (0, 2), "noise_w_scale": (0, 2)}
+    ranges["volume"] = (0.0, 4.0)
+    for key, (low, high) in ranges.items():
+        value = defaults.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidRequest(f"{key} must be a number")
+        if not low <= value <= high:
+            raise InvalidRequest(f"{key} must be between {low} and {high}, got {value}")
+    speaker = defaults.get("default_speaker")
+    if speaker is not None and str(speaker) not in speakers:
+        known = ", ".join(speakers) or "none: single-speaker voice"
+        raise InvalidRequest(f"no speaker '{str(speaker)[:64]}' (speakers: {known})")
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_tree(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.is_file():
+            with open(entry, "rb") as handle:
+                os.fsync(handle.fileno())
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -22,13 +22,13 @@ class PiperTts(TtsEngine):
         self.use_cuda = use_cuda
         self.device = "cuda" if use_cuda else "cpu"
         self.max_loaded = max_loaded
-        self._voices: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._voices: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def _load(self, voice: VoiceInfo) -> Any:
         from piper import PiperVoice
 
-        key = (voice.name, str(voice.model_path))
+        key = (voice.name, str(voice.model_path), voice.version)
         with self._lock:
             if key in self._voices:
                 self._voices.move_to_end(key)
@@ -53,25 +53,27 @@ class PiperTts(TtsEngine):
 
         piper_voice = self._load(voice)
         speaker_id = None
-        if options.speaker:
+        # The voice's own defaults (from the store) sit under each request's options.
+        speaker = options.speaker or voice.default_speaker
+        if speaker:
             speaker_map = piper_voice.config.speaker_id_map or {}
-            if options.speaker in speaker_map:
-                speaker_id = speaker_map[options.speaker]
-            elif (
-                options.speaker.isdigit() and int(options.speaker) < piper_voice.config.num_speakers
-            ):
-                speaker_id = int(options.speaker)
+            if speaker in speaker_map:
+                speaker_id = speaker_map[speaker]
+            elif speaker.isdigit() and int(speaker) < piper_voice.config.num_speakers:
+                speaker_id = int(speaker)
             elif piper_voice.config.num_speakers > 1 or speaker_map:
                 known = ", ".join(speaker_map) or "none"
                 raise UnknownVoice(
-                    f"voice '{voice.name}' has no speaker '{options.speaker}' (speakers: {known})"
+                    f"voice '{voice.name}' has no speaker '{speaker}' (speakers: {known})"
                 )
+        noise_scale = options.noise_scale
+        noise_w_scale = options.noise_w_scale
         syn = SynthesisConfig(
             speaker_id=speaker_id,
-            length_scale=(piper_voice.config.length_scale / options.speed),
-            noise_scale=options.noise_scale,
-            noise_w_scale=options.noise_w_scale,
-            volume=options.volume,
+            length_scale=(piper_voice.config.length_scale / (options.speed * voice.speed)),
+            noise_scale=noise_scale if noise_scale is not None else voice.noise_scale,
+            noise_w_scale=noise_w_scale if noise_w_scale is not None else voice.noise_w_scale,
+            volume=options.volume * voice.volume,
         )
         for chunk in piper_voice.synthesize(sentence, syn_config=syn):
             yield chunk.audio_int16_bytes

@@ -104,7 +104,9 @@ class TtsService:
     def key(self, text: str, options: SynthesisOptions, fmt: str) -> str:
         """Cache key for text spoken with these options in this format."""
         voice = options.voice or self.default_voice
-        opts = asdict(options) | {"voice": voice}
+        # The model's change time: a voice replaced under the same name is not served stale.
+        versions = {v.name: v.version for v in self.store.list()}
+        opts = asdict(options) | {"voice": voice, "voice_version": versions.get(voice, 0)}
         if opts["sentence_silence_s"] is None:
             opts["sentence_silence_s"] = self.sentence_silence_s
         return cache_key(text=text, options=opts, fmt=fmt)
