@@ -122,15 +122,16 @@ def resample_pcm(pcm: bytes, from_rate: int, to_rate: int) -> bytes:
     return float_to_pcm(soxr.resample(audio, from_rate, to_rate))
 
 
-def decode_file(source: str | bytes, max_seconds: float = 3600.0) -> np.ndarray:
+def decode_file(source: str | bytes, max_seconds: float = 3600.0, rate: int = RATE) -> np.ndarray:
     """Decode any file PyAV reads to internal int16 samples.
 
     Args:
         source: a path, or the file's bytes.
         max_seconds: refuse audio longer than this (AudioTooLong).
+        rate: output sample rate (Hz); voice recordings keep more than ASR needs.
 
     Returns:
-        16 kHz mono int16 samples.
+        mono int16 samples at ``rate`` (16 kHz unless asked).
     """
     import av
 
@@ -139,7 +140,7 @@ def decode_file(source: str | bytes, max_seconds: float = 3600.0) -> np.ndarray:
     if isinstance(source, bytes) and not source:
         raise InvalidAudio("audio is empty (0 bytes)")
     handle = io.BytesIO(source) if isinstance(source, bytes) else source
-    limit = int(max_seconds * RATE)
+    limit = int(max_seconds * rate)
     parts: list[np.ndarray] = []
     total = 0
     try:
@@ -147,7 +148,7 @@ def decode_file(source: str | bytes, max_seconds: float = 3600.0) -> np.ndarray:
             if not container.streams.audio:
                 raise InvalidAudio("the file has no audio stream")
             stream = container.streams.audio[0]
-            resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+            resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
             for frame in container.decode(stream):
                 for out in resampler.resample(frame):
                     arr = out.to_ndarray().reshape(-1)
