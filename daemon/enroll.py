@@ -304,7 +304,7 @@ class Enrollment:
                 free = [k for k in self.takes() if k.startswith("free")]
                 take_id, text = f"free{len(free):04d}", check.transcript
             else:
-                take_id, text = f"{index:04d}", prompt
+                take_id, text = f"{index:04d}", prompt or ""
             entry = {"prompt": index, "text": text} | asdict(check)
             await asyncio.to_thread(self.save, take_id, entry, trimmed)
         return check
