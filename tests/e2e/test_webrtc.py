@@ -60,13 +60,31 @@ async def test_push_to_talk_survives_pauses_with_bye(daemon, kitchen, speak):
             await client.send_bye()
             await asyncio.sleep(0.5)
         types = [m["type"] for m in client.received]
-        assert "vad" in types and "partial" in types  # partials while speaking
+        assert "vad" in types
         assert any(m["type"] == "log" and "large" in m["message"] for m in client.received)
         client.send("ping")
         await client.expect("pong")
         async with httpx.AsyncClient(timeout=10) as http:
             metrics = (await http.get(f"{daemon.url}/metrics")).text
         assert 'hearth_active_sessions{protocol="webrtc"} 1.0' in metrics
+    finally:
+        await client.close()
+
+
+async def test_partials_arrive_while_the_person_speaks(daemon, speak):
+    long = "Please turn on the lights in the kitchen and close the blinds in the living room."
+    client = await connected(daemon)
+    try:
+        client.send("start")
+        await client.expect("state")
+        await client.speak(np.concatenate([silence(0.2), speak(long), silence(0.4)]))
+        client.send("stop")
+        infer = await client.expect("infer")
+        assert words(infer["obj"]["text"]) == words(long)
+        types = [m["type"] for m in client.received]
+        assert "partial" in types[: types.index("infer")], types
+        partials = [m["obj"]["text"] for m in client.received if m["type"] == "partial"]
+        assert all(p.strip() for p in partials)
     finally:
         await client.close()
 
