@@ -132,7 +132,7 @@ def trainer_args(job: dict[str, Any], job_dir: Path, resume: Path | None) -> lis
         f"--trainer.default_root_dir={job_dir}",
         f"--trainer.max_epochs={job['max_epochs']}",
         f"--trainer.accelerator={job['accelerator']}",
-        "--trainer.devices=1",
+        f"--trainer.devices={job.get('devices', '1')}",
         "--trainer.log_every_n_steps=1",
         "--trainer.enable_progress_bar=false",
     ]

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from daemon import __version__
 
-from . import errors, metrics, openai_api, willow, willow_chat, willow_speech
+from . import errors, metrics, openai_api, voices_api, willow, willow_chat, willow_speech
 from .auth import require_api_key
 from .common import BodyLimit, ServiceView
 
@@ -31,7 +31,12 @@ def create_app(service: ServiceView) -> FastAPI:
     )
     app.state.service = service
     errors.install(app)
-    app.add_middleware(BodyLimit, max_bytes=service.config.limits.max_upload_mb * 1_000_000)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=service.config.limits.max_upload_mb * 1_000_000,
+        # Piper voices are larger than speech uploads.
+        overrides={"/api/voices": service.config.voices.max_upload_mb * 1_000_000},
+    )
     if service.config.metrics.enabled:
         metrics.install(app, service)  # outermost: counts 413s too
 
@@ -56,6 +61,6 @@ def create_app(service: ServiceView) -> FastAPI:
 
     from protocols.webrtc import pages, routes
 
-    for module in (willow, willow_speech, willow_chat, openai_api, routes, pages):
+    for module in (willow, willow_speech, willow_chat, openai_api, voices_api, routes, pages):
         app.include_router(module.router)
     return app

@@ -53,27 +53,35 @@ def require(engine: object | None, what: str) -> Any:
 class BodyLimit:
     """ASGI middleware: refuse request bodies over ``limits.max_upload_mb`` with 413."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.overrides = overrides or {}
+        """Other limits for paths under these prefixes."""
 
-    def _too_large(self) -> HttpError:
-        mb = self.max_bytes / 1_000_000
-        return HttpError("upload-too-large", f"the request body exceeds {mb:g} MB")
+    def _too_large(self, limit: int) -> HttpError:
+        return HttpError("upload-too-large", f"the request body exceeds {limit / 1_000_000:g} MB")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the declared length first, then count what arrives."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = scope.get("path", "")
+        limit = next(
+            (size for prefix, size in self.overrides.items() if path.startswith(prefix)),
+            self.max_bytes,
+        )
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = 0
-                if declared > self.max_bytes:
-                    response = error_response(scope["path"], self._too_large())
+                if declared > limit:
+                    response = error_response(scope["path"], self._too_large(limit))
                     await response(scope, receive, send)
                     return
         received = 0
@@ -83,8 +91,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise self._too_large()
+                if received > limit:
+                    raise self._too_large(limit)
             return message
 
         await self.app(scope, counted, send)

@@ -8,11 +8,12 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 
 from daemon.audio_stream import StreamEncoder, output_format
 from daemon.engines import Engines
+from daemon.enroll import Enrollment
 from daemon.errors import InvalidAudio, InvalidRequest
 from daemon.events import (
     FinalTranscript,
@@ -78,22 +79,54 @@ async def list_speakers(engines: Engines = Depends(ready_engines)) -> dict[str, 
     return {"speakers": [voice.name for voice in engines.voices.list()]}
 
 
-NO_CUSTOM_VOICES = (
-    "adding or removing voices over HTTP is not supported yet: put a Piper voice folder "
-    "(model .onnx and its .onnx.json) in voices.dir; it is usable without a restart"
-)
+def _speaker_name(speaker: str | None, speaker_name: str | None) -> str:
+    name = speaker or speaker_name
+    if not name:
+        raise InvalidRequest("name the voice: ?speaker=NAME")
+    return name
 
 
-@router.post("/api/speaker", summary="Add a custom voice (not supported yet: 501)")
-async def add_speaker() -> Response:
-    """WIS enrolls a custom voice here; Hearth's voice store cannot add one yet."""
-    raise HttpError("not-implemented", NO_CUSTOM_VOICES)
+@router.post("/api/speaker", summary="Enroll a voice from a recording")
+async def add_speaker(
+    request: Request,
+    speaker: str | None = Query(None, description="name of the voice to enroll"),
+    speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
+    audio_file: UploadFile | None = None,
+    engines: Engines = Depends(ready_engines),
+) -> dict[str, object]:
+    """WIS adds a custom speaker from an audio file; Hearth starts (or continues) an
+    enrollment of that name with it: the recording is checked like any take, its
+    transcript becomes its text, and ``hearth voices train`` turns the takes into a voice.
+
+    The audio is a multipart ``audio_file``, or the request body itself.
+    """
+    speaker = _speaker_name(speaker, speaker_name)
+    data = await audio_file.read() if audio_file is not None else await request.body()
+    enrollment = Enrollment(config_of(request), speaker)
+    check = await enrollment.add_take(engines, data, None)
+    status = enrollment.status()
+    return {
+        "speaker": speaker,
+        "accepted": check.accepted,
+        "problems": list(check.problems),
+        "transcript": check.transcript,
+        "enrolled_seconds": status["seconds"],
+        "progress": status["progress"],
+    }
 
 
-@router.delete("/api/speaker", summary="Remove a custom voice (not supported yet: 501)")
-async def delete_speaker() -> Response:
-    """WIS removes a custom voice here; Hearth's voice store cannot remove one yet."""
-    raise HttpError("not-implemented", NO_CUSTOM_VOICES)
+@router.delete("/api/speaker", summary="Remove a voice")
+async def delete_speaker(
+    request: Request,
+    speaker: str | None = Query(None, description="the voice to remove"),
+    speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
+) -> dict[str, str]:
+    """Remove a user voice from the store (bundled voices are read-only)."""
+    from daemon.voices import VoiceStore
+
+    speaker = _speaker_name(speaker, speaker_name)
+    await asyncio.to_thread(VoiceStore(config_of(request).voices_path).remove, speaker)
+    return {"removed": speaker}
 
 
 @router.post("/api/sts", summary="Speech in, spoken reply out")

@@ -457,9 +457,12 @@ def test_tts_missing_or_empty_text_is_400(daemon):
 def test_speakers(daemon):
     resp = httpx.get(device_url(daemon, "/api/speaker"))
     assert resp.json() == {"speakers": ["en_US-joe-medium"]}
-    for method in ("POST", "DELETE"):
-        resp = httpx.request(method, device_url(daemon, "/api/speaker?speaker_name=me"))
-        assert resp.status_code == 501 and "voices.dir" in resp.json()["error"]
+    resp = httpx.delete(device_url(daemon, "/api/speaker?speaker_name=me"))
+    assert resp.status_code == 404 and "unknown voice" in resp.json()["error"]
+    resp = httpx.delete(device_url(daemon, "/api/speaker?speaker=en_US-joe-medium"))
+    assert resp.status_code == 400 and "bundled" in resp.json()["error"]
+    resp = httpx.post(device_url(daemon, "/api/speaker"), content=b"")
+    assert resp.status_code == 400
 
 
 # --------------------------------------------------------------------------- sts and chat
