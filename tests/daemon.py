@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -148,3 +149,14 @@ class Daemon:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def serve(self, wait: bool = True) -> Iterator[Daemon]:
+        """For module fixtures: start, yield, stop; a clean exit (0, no traceback) is
+        part of every test module's result."""
+        self.start(wait=wait)
+        try:
+            yield self
+        finally:
+            out = self.stop()
+        assert self.returncode == 0, out
+        assert "Traceback" not in out, out

@@ -141,18 +141,8 @@ class RtcSession:
             self.send(messages.message("reply", {"done": True, "interrupted": True}))
 
     def _on_final(self, final: ev.FinalTranscript) -> None:
-        self.utterances += 1
-        self.send(
-            messages.message(
-                "infer",
-                {
-                    "text": final.text,
-                    "language": final.language,
-                    "audio_ms": final.audio_ms,
-                    "speech_ms": final.speech_ms,
-                },
-            )
-        )
+        """Hands-free: send the transcript, then the spoken reply if asked for."""
+        self._send_infer(final)
         command = self.command
         if command is not None and command.reply and final.text.strip():
             engines = self._engines()
@@ -177,7 +167,7 @@ class RtcSession:
         async for event in run.events():
             if isinstance(event, ev.FinalTranscript):
                 if not transcript_sent:
-                    self._on_final_only(event)
+                    self._send_infer(event)
                 if not event.text.strip():
                     self.send(messages.message("reply", {"done": True, "text": ""}))
             elif isinstance(event, ev.ReplyChunk):
@@ -193,7 +183,8 @@ class RtcSession:
             elif isinstance(event, ev.RunError):
                 self.send(messages.message("error", {"code": event.code}, event.message))
 
-    def _on_final_only(self, final: ev.FinalTranscript) -> None:
+    def _send_infer(self, final: ev.FinalTranscript) -> None:
+        """The final transcript, as WIS's ``infer`` message (plus timing fields)."""
         self.utterances += 1
         self.send(
             messages.message(
@@ -284,7 +275,7 @@ class RtcSession:
             return
         try:
             final = await speech.finish()
-            self._on_final_only(final)
+            self._send_infer(final)
         finally:
             await speech.close()
 

@@ -29,13 +29,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory):
         "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 21000\n  port_max: 21199\n"
         "  max_sessions: 4\n"
     )
-    d = Daemon(tmp_path_factory.mktemp("webrtc"), extra).start()
-    try:
-        yield d
-    finally:
-        out = d.stop()
-    assert d.returncode == 0, out
-    assert "Traceback" not in out, out
+    yield from Daemon(tmp_path_factory.mktemp("webrtc"), extra).serve()
 
 
 async def connected(daemon: Daemon) -> RtcClient:

@@ -43,13 +43,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory):
     )
     path = tmp_path_factory.mktemp("wyoming")
     wyoming = f"  max_connections: {MAX_CONNECTIONS}\n"
-    d = Daemon(path, extra, mdns=True, wyoming=wyoming).start()
-    try:
-        yield d
-    finally:
-        out = d.stop()
-    assert d.returncode == 0, out
-    assert "Traceback" not in out, out
+    yield from Daemon(path, extra, mdns=True, wyoming=wyoming).serve()
 
 
 def client(daemon: Daemon) -> AsyncTcpClient:
