@@ -65,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     chat = add("chat", "Ask the LLM; the reply streams to standard output.")
     chat.add_argument("prompt")
 
+    from .voices_cli import add_parser as add_voices
+
+    add_voices(sub, add)
+
     svc = sub.add_parser(
         "install-service",
         help="Install Hearth as a systemd service (as root).",
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    quiet = args.command in ("transcribe", "say", "chat")
+    quiet = args.command in ("transcribe", "say", "chat", "voices")
     setup_logging(args.log_level or ("warning" if quiet else config.log.level))
     try:
         if args.command == "serve":
@@ -99,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             from .check import run_check
 
             return run_check(config, load=not args.no_load, as_json=args.json)
+        if args.command == "voices":
+            from .voices_cli import run as run_voices
+
+            return run_voices(config, args)
         return asyncio.run(_COMMANDS[args.command](config, args))
     except HearthError as exc:
         print(f"hearth: {exc.code}: {exc}", file=sys.stderr)

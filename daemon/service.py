@@ -36,6 +36,7 @@ from .metrics import Metrics, ServiceSnapshot, outcome_of_code
 from .notify import Notifier, keep_alive, watchdog_interval
 from .reload import ReloadPlan, plan_reload, retire
 from .startup import in_daemon_thread, warm_up
+from .training import Training
 
 if TYPE_CHECKING:
     from protocols.webrtc.manager import RtcManager
@@ -68,6 +69,7 @@ class HearthService:
         self.config = config
         self.report = report
         self.engines: Engines | None = None
+        self.training = Training(config)
         self.state = ServiceState.STARTING
         self.error = ""
         self.started = time.monotonic()
@@ -139,6 +141,8 @@ class HearthService:
         await self._http_bound()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
+        # Voice training interrupted by a stop or a reboot goes on from its last checkpoint.
+        await asyncio.to_thread(self.training.resume_interrupted)
         self.notifier.ready(self._status_line())
 
     def current_engines(self) -> Engines:

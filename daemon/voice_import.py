@@ -76,6 +76,8 @@ def import_path(
     store: VoiceStore, name: str | None, path: Path, max_bytes: int | None = None
 ) -> VoiceInfo:
     """``hearth voices add PATH``: a .onnx (config beside it), a folder, or an archive."""
+    if not path.exists():
+        raise InvalidVoice(f"{path}: no such file or folder")
     if path.is_dir():
         models = sorted(path.glob("*.onnx"))
         if len(models) != 1:

@@ -39,6 +39,8 @@ METADATA = "voice.json"
 LOCK = ".lock"
 TEMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"
+OWNER = ".owner"
+"""Lock file of a staging folder, held by the process filling it."""
 DEFAULT_KEYS = ("default_speaker", "speed", "noise_scale", "noise_w_scale", "volume")
 """Synthesis defaults a voice's metadata may set."""
 
@@ -217,12 +219,15 @@ class VoiceStore:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _sweep(self) -> None:
-        # Under the lock no other writer is mid-change, so every hidden folder
-        # is what a killed writer left.
+        # Under the lock no writer is mid-change; a staging folder whose owner
+        # file is still locked belongs to a live import, any other is a leftover.
         for entry in self.user_dir.iterdir():
-            if entry.is_dir() and entry.name.startswith((TEMP_PREFIX, TRASH_PREFIX)):
-                _LOGGER.info("Removing %s, left by an interrupted change", entry.name)
-                shutil.rmtree(entry, ignore_errors=True)
+            if not entry.is_dir() or not entry.name.startswith((TEMP_PREFIX, TRASH_PREFIX)):
+                continue
+            if entry.name.startswith(TEMP_PREFIX) and _owned(entry / OWNER):
+                continue
+            _LOGGER.info("Removing %s, left by an interrupted change", entry.name)
+            shutil.rmtree(entry, ignore_errors=True)
 
     def check_new_name(self, name: str) -> None:
         """InvalidVoice for a bad name, VoiceExists when it is taken."""
@@ -233,12 +238,15 @@ class VoiceStore:
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
         """A hidden temporary folder in the store, removed unless committed."""
-        self.user_dir.mkdir(parents=True, exist_ok=True)
         folder = self.user_dir / f"{TEMP_PREFIX}{uuid.uuid4().hex}"
-        folder.mkdir()
+        with self.locked():
+            folder.mkdir()
+            owner = open(folder / OWNER, "a+b")  # noqa: SIM115 - held until the end
+            fcntl.flock(owner, fcntl.LOCK_EX)
         try:
             yield folder
         finally:
+            owner.close()
             shutil.rmtree(folder, ignore_errors=True)
 
     def commit(self, staged: Path, name: str, meta: dict[str, Any]) -> VoiceInfo:
@@ -247,6 +255,7 @@ class VoiceStore:
             self.check_new_name(name)
             meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z")} | meta
             _write_json(staged / METADATA, meta)
+            (staged / OWNER).unlink(missing_ok=True)
             _fsync_tree(staged)
             os.rename(staged, self.user_dir / name)
             _fsync_dir(self.user_dir)
@@ -331,6 +340,18 @@ def check_defaults(defaults: dict[str, Any], speakers: tuple[str, ...]) -> None:
     if speaker is not None and str(speaker) not in speakers:
         known = ", ".join(speakers) or "none: single-speaker voice"
         raise InvalidRequest(f"no speaker '{str(speaker)[:64]}' (speakers: {known})")
+
+
+def _owned(path: Path) -> bool:
+    """Whether a live process holds the lock on ``path``."""
+    try:
+        with open(path, "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except FileNotFoundError:
+        return False
+    except BlockingIOError:
+        return True
+    return False
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
