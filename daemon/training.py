@@ -145,7 +145,9 @@ class Training:
 
     def _alive(self, name: str, pid: int | None) -> bool:
         child = self._children.get(name)
-        if child is not None and child.poll() is not None:
+        if child is not None:
+            if child.poll() is None:
+                return True
             del self._children[name]
             return False
         if not pid:
