@@ -17,6 +17,7 @@ FILES = {
     "hearth-client.js": "text/javascript; charset=utf-8",
     "rtc.js": "text/javascript; charset=utf-8",
     "rtc.css": "text/css; charset=utf-8",
+    "enroll.js": "text/javascript; charset=utf-8",
 }
 
 
@@ -28,6 +29,12 @@ def _read(name: str) -> bytes:
 async def rtc_page() -> Response:
     """Talk to Hearth from a browser (microphone over WebRTC)."""
     return Response(_read("rtc.html"), media_type="text/html; charset=utf-8")
+
+
+@router.get("/enroll")
+async def enroll_page() -> Response:
+    """Record prompts to enroll a person's own voice (microphone needs HTTPS)."""
+    return Response(_read("enroll.html"), media_type="text/html; charset=utf-8")
 
 
 @router.get("/web/{name}")

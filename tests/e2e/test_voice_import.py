@@ -194,6 +194,12 @@ def test_http_import_is_seen_by_every_protocol_at_once(tmp_path, bundled):
         assert resp.status_code == 200 and resp.json()["name"] == "pantry"
         resp = httpx.patch(f"{url}/api/voices/pantry", json={"defaults": {"speed": 5}})
         assert resp.status_code == 400
+        page = httpx.get(f"{url}/enroll")
+        assert page.status_code == 200 and "/web/enroll.js" in page.text
+        assert httpx.get(f"{url}/web/enroll.js").status_code == 200
+        enrollment = httpx.get(f"{url}/api/voices/me/enrollment").json()
+        assert enrollment["takes"] == 0 and enrollment["next_prompt"] == 0
+        assert httpx.get(f"{url}/api/voices/me/training").json()["status"] == "none"
         resp = httpx.delete(f"{url}/api/speaker?speaker=pantry")
         assert resp.status_code == 200
         assert httpx.get(f"{url}/api/speaker").json()["speakers"] == ["en_US-joe-medium"]
