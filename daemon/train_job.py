@@ -217,54 +217,35 @@ def fit(job_dir: Path, job: dict[str, Any]) -> Path:
 
 
 def export(job_dir: Path, checkpoint: Path) -> Path:
-    """Export the generator of ``checkpoint`` to ONNX, as Piper's exporter does.
+    """Export the generator of ``checkpoint`` to ONNX with Piper's own exporter.
 
     Piper's ``export_onnx`` leaves torch to pick its exporter, and torch 2.9+
-    picks the dynamo one, which cannot trace the VITS generator; the TorchScript
-    exporter (``dynamo=False``) can, so Hearth runs the same steps with it.
+    picks the dynamo one, which cannot trace the VITS generator. The exporter
+    runs here with the TorchScript one (``dynamo=False``) as torch's default;
+    everything else is Piper's. This runs in the job's own process.
     """
+    import sys
+
     import torch
-    from piper.train.vits.lightning import VitsModel
+    from piper.train import export_onnx
 
     output = job_dir / "export" / "model.onnx"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(1234)
-    model_g = VitsModel.load_from_checkpoint(checkpoint, map_location="cpu").model_g
-    model_g.eval()
-    with torch.no_grad():
-        model_g.dec.remove_weight_norm()
+    original = torch.onnx.export
 
-    def infer_forward(
-        text: Any, text_lengths: Any, scales: Any, sid: Any = None
-    ) -> Any:  # the graph's inputs, as Piper's runtime feeds them
-        return model_g.infer(
-            text,
-            text_lengths,
-            noise_scale=scales[0],
-            length_scale=scales[1],
-            noise_scale_w=scales[2],
-            sid=sid,
-        )[0].unsqueeze(1)
+    def torchscript_export(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("dynamo", False)
+        return original(*args, **kwargs)
 
-    model_g.forward = infer_forward  # type: ignore[method-assign,assignment]
-    sequences = torch.randint(low=0, high=model_g.n_vocab, size=(1, 50), dtype=torch.long)
-    lengths = torch.LongTensor([sequences.size(1)])
-    sid = torch.LongTensor([0]) if model_g.n_speakers > 1 else None
-    scales = torch.FloatTensor([0.667, 1.0, 0.8])
-    torch.onnx.export(
-        model=model_g,
-        args=(sequences, lengths, scales, sid),
-        f=str(output),
-        opset_version=15,
-        input_names=["input", "input_lengths", "scales", "sid"],
-        output_names=["output"],
-        dynamic_axes={
-            "input": {0: "batch_size", 1: "phonemes"},
-            "input_lengths": {0: "batch_size"},
-            "output": {0: "batch_size", 2: "time"},
-        },
-        dynamo=False,
-    )
+    argv = sys.argv
+    sys.argv = ["export_onnx", "--checkpoint", str(checkpoint), "--output-file", str(output)]
+    torch.onnx.export = torchscript_export
+    try:
+        export_onnx.main()
+    finally:
+        torch.onnx.export = original
+        sys.argv = argv
+    if not output.is_file():
+        raise RuntimeError(f"Piper's exporter wrote no model at {output}")
     return output
 
 
