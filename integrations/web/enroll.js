@@ -27,7 +27,8 @@ function show() {
   $("session").hidden = false;
   $("progress").value = status.progress;
   $("minutes").textContent =
-    `${(status.seconds / 60).toFixed(1)} of ${status.target_seconds / 60} minutes, ${status.takes} takes`;
+    `${(status.seconds / 60).toFixed(1)} of ${status.target_seconds / 60} minutes, ` +
+    `${status.takes} take${status.takes === 1 ? "" : "s"}`;
   $("prompt").textContent = `${index}. ${status.prompts[index].text}`;
 }
 

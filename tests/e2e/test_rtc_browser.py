@@ -70,3 +70,31 @@ def test_the_page_explains_a_denied_microphone(daemon):
         )
     finally:
         driver.quit()
+
+
+def test_the_enroll_page_records_a_take_and_shows_its_check(daemon, kitchen, tmp_path):
+    """The first prompt is "Turn on the kitchen lights."; the fake microphone says it."""
+    wav = write_wav(tmp_path / "take.wav", np.concatenate([silence(0.3), kitchen, silence(3.0)]))
+    driver = chrome(wav)
+    try:
+        driver.get(f"{daemon.https_url}/enroll?name=browser-voice")
+        prompt = wait_for(driver, "return document.getElementById('prompt').textContent")
+        assert "Turn on the kitchen lights." in prompt
+        driver.execute_script("document.getElementById('record').click()")
+        wait_for(driver, "return document.getElementById('record').textContent === 'Stop'")
+        time.sleep(2.6)
+        driver.execute_script("document.getElementById('record').click()")
+        result = wait_for(
+            driver,
+            "const r = document.getElementById('result').textContent;"
+            "return r && !r.startsWith('Checking') && r",
+        )
+        assert result.startswith("Accepted"), result
+        minutes = driver.execute_script("return document.getElementById('minutes').textContent")
+        assert minutes.endswith(", 1 take")
+        ARTIFACTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / "enroll-page.png"))
+    finally:
+        driver.quit()
+    take = list((daemon.workdir / "state").rglob("browser-voice/wavs/*.wav"))
+    assert len(take) == 1
