@@ -16,18 +16,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
-import os
-import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,10 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.run import UTTERANCE, machine  # noqa: E402
-from daemon.audio import RATE  # noqa: E402
+from bench.results import machine, write_section  # noqa: E402
+from bench.run import UTTERANCE  # noqa: E402
+from daemon.audio import RATE, encode  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
 
-START, END = "<!-- willow:start -->", "<!-- willow:end -->"
 CHUNK = 1024
 HEADERS = {
     "x-audio-sample-rate": "16000",
@@ -51,66 +45,11 @@ HEADERS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Daemon:
-    """``hearth serve`` on a free loopback port, mDNS off."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        config = workdir / "config.yaml"
-        config.write_text(
-            f"state_dir: {workdir / 'state'}\n"
-            f"http:\n  host: 127.0.0.1\n  port: {self.port}\n"
-            f"wyoming:\n  uri: tcp://127.0.0.1:{free_port()}\n"
-            "mdns:\n  enabled: false\n"
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon.cli", "--config", str(config), "serve"],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=os.environ | {"HF_HUB_OFFLINE": "1"},
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise SystemExit("hearth serve never became ready")
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 def speech(url: str) -> np.ndarray:
     """The benchmark sentence, spoken by the daemon's own Piper voice at 16 kHz."""
     resp = httpx.get(f"{url}/api/tts", params={"text": UTTERANCE, "format": "pcm"}, timeout=120)
     resp.raise_for_status()
     return np.frombuffer(resp.content, dtype="<i2")
-
-
-def wav(pcm: bytes) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(pcm)
-    return buf.getvalue()
 
 
 def device_upload(url: str, pcm: bytes) -> tuple[float, str]:
@@ -179,27 +118,16 @@ def section(rows: list[str], notes: list[str]) -> str:
         "config (tiny.en int8 on CPU). Run with `.venv/bin/python bench/willow.py`.\n\n"
         "| measure | result | baseline / target | verdict |\n| --- | --- | --- | --- |\n"
     )
-    return START + "\n" + head + "\n".join(rows) + "\n\n" + " ".join(notes) + "\n" + END
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace our section (or append it), re-reading the file just before writing."""
-    current = path.read_text() if path.exists() else ""
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text, current)
-    else:
-        updated = current.rstrip("\n") + ("\n\n" if current else "") + text + "\n"
-    path.write_text(updated)
+    return head + "\n".join(rows) + "\n\n" + " ".join(notes)
 
 
 def main(runs: int, rounds: int, output: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        daemon = Daemon(Path(tmp))
+        daemon = Daemon(Path(tmp)).start(timeout=180)
         try:
             spoken = speech(daemon.url)
             body = np.concatenate([spoken, np.zeros(int(0.3 * RATE), np.int16)]).tobytes()
-            data = wav(body)
+            data = encode(body, RATE, "wav")
             device_upload(daemon.url, body)  # warm-up
             whole_file(daemon.url, data)
             stream_s, whole_s, texts = [], [], set()
@@ -240,7 +168,7 @@ def main(runs: int, rounds: int, output: Path) -> None:
     ]
     text = section(rows, notes)
     print(text)
-    write_section(output, text)
+    write_section("willow", text, output)
 
 
 if __name__ == "__main__":
