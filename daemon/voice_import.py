@@ -16,7 +16,7 @@ import tarfile
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from .errors import InvalidVoice
 from .voices import VoiceInfo, VoiceStore, check_defaults
@@ -108,36 +108,59 @@ def _stem(filename: str) -> str:
     return base
 
 
+MAX_ARCHIVE_MEMBERS = 64
+"""Members of an uploaded archive looked at, at most (a voice needs two)."""
+
+
 def extract_archive(filename: str, data: bytes, max_bytes: int | None) -> dict[str, bytes]:
-    """The regular files of a .tar(.gz) or .zip, by base name (members never touch disk)."""
+    """The .onnx and .json files of a .tar(.gz) or .zip, by base name.
+
+    Members never touch disk. What is read is bounded as it is read: the members
+    looked at, and the running total of their unpacked bytes (a "zip bomb" is
+    refused before it fills memory).
+    """
     limit = max_bytes or 1 << 40
     out: dict[str, bytes] = {}
+    total = 0
+
+    def take(name: str, size: int, handle: IO[bytes]) -> None:
+        nonlocal total
+        if len(out) >= 2 * MAX_ARCHIVE_MEMBERS or size > limit - total:
+            raise InvalidVoice("the archive's contents are too large")
+        chunks = []
+        while chunk := handle.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise InvalidVoice("the archive's contents are too large")
+            chunks.append(chunk)
+        out[PurePosixPath(name).name] = b"".join(chunks)
+
     try:
         if zipfile.is_zipfile(io.BytesIO(data)):
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                for info in archive.infolist():
+            with zipfile.ZipFile(io.BytesIO(data)) as zipped:
+                members = zipped.infolist()
+                if len(members) > MAX_ARCHIVE_MEMBERS:
+                    raise InvalidVoice(f"the archive has over {MAX_ARCHIVE_MEMBERS} members")
+                for info in members:
                     if info.is_dir() or not info.filename.endswith((".onnx", ".json")):
                         continue
-                    if info.file_size > limit:
-                        raise InvalidVoice(f"{info.filename} in the archive is too large")
-                    out[PurePosixPath(info.filename).name] = archive.read(info)
+                    with zipped.open(info) as handle:
+                        take(info.filename, info.file_size, handle)
         else:
-            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-                for member in archive.getmembers():
+            with tarfile.open(fileobj=io.BytesIO(data)) as tarred:
+                for count, member in enumerate(tarred):
+                    if count >= MAX_ARCHIVE_MEMBERS:
+                        raise InvalidVoice(f"the archive has over {MAX_ARCHIVE_MEMBERS} members")
                     if not member.isfile() or not member.name.endswith((".onnx", ".json")):
                         continue
-                    if member.size > limit:
-                        raise InvalidVoice(f"{member.name} in the archive is too large")
-                    handle = archive.extractfile(member)
-                    if handle is not None:
-                        out[PurePosixPath(member.name).name] = handle.read()
+                    extracted = tarred.extractfile(member)
+                    if extracted is not None:
+                        take(member.name, member.size, extracted)
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
         raise InvalidVoice(
             f"{filename}: not a Piper voice: send the .onnx and .onnx.json, "
             f"or a .tar or .zip holding them ({exc})"
         ) from None
-    if sum(len(v) for v in out.values()) > limit:
-        raise InvalidVoice("the archive's contents are too large")
     return out
 
 

@@ -155,38 +155,14 @@ class VoiceStore:
         for folder in sorted(self.user_dir.iterdir()):
             if not folder.is_dir() or not NAME_RE.match(folder.name):
                 continue
-            models = sorted(folder.glob("*.onnx"))
-            if not models or not Path(f"{models[0]}.json").is_file():
-                continue
             try:
-                meta_file = folder / METADATA
-                meta = json.loads(meta_file.read_text("utf-8")) if meta_file.is_file() else {}
-                lang, rate, speakers = _piper_facts(Path(f"{models[0]}.json"))
-            except (OSError, ValueError) as exc:
+                voice = _user_voice(folder)
+            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                # One broken folder must not hide the others (or break synthesis).
                 _LOGGER.warning("Skipping voice folder %s: %s", folder, exc)
                 continue
-            defaults = meta.get("defaults") or {}
-            voices.append(
-                VoiceInfo(
-                    name=folder.name,
-                    model_path=models[0],
-                    config_path=Path(f"{models[0]}.json"),
-                    language=meta.get("language") or lang,
-                    sample_rate=rate,
-                    speakers=speakers,
-                    display_name=meta.get("display_name", folder.name),
-                    source="user",
-                    read_only=False,
-                    default_speaker=defaults.get("default_speaker"),
-                    speed=float(defaults.get("speed", 1.0)),
-                    noise_scale=defaults.get("noise_scale"),
-                    noise_w_scale=defaults.get("noise_w_scale"),
-                    volume=float(defaults.get("volume", 1.0)),
-                    origin=str(meta.get("source", "folder")),
-                    created=str(meta.get("created", "")),
-                    version=models[0].stat().st_mtime_ns,
-                )
-            )
+            if voice is not None:
+                voices.append(voice)
         return voices
 
     def list(self) -> list[VoiceInfo]:
@@ -377,3 +353,51 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _number(
+    value: object, default: float | None, low: float, high: float, what: str
+) -> float | None:
+    """A default from voice.json: a number in range, or ``default`` when absent."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{what} must be a number from {low} to {high}, got {value!r}")
+    return float(value)
+
+
+def _user_voice(folder: Path) -> VoiceInfo | None:
+    """The voice in ``folder``; None while it is incomplete; ValueError when broken."""
+    models = sorted(folder.glob("*.onnx"))
+    if not models or not Path(f"{models[0]}.json").is_file():
+        return None
+    meta_file = folder / METADATA
+    meta = json.loads(meta_file.read_text("utf-8")) if meta_file.is_file() else {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{METADATA} must hold a JSON object")
+    defaults = meta.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise ValueError(f"{METADATA} 'defaults' must be an object")
+    speaker = defaults.get("default_speaker")
+    if speaker is not None and not isinstance(speaker, str):
+        raise ValueError("default_speaker must be a string")
+    lang, rate, speakers = _piper_facts(Path(f"{models[0]}.json"))
+    return VoiceInfo(
+        name=folder.name,
+        model_path=models[0],
+        config_path=Path(f"{models[0]}.json"),
+        language=str(meta.get("language") or lang),
+        sample_rate=rate,
+        speakers=speakers,
+        display_name=str(meta.get("display_name", folder.name)),
+        source="user",
+        read_only=False,
+        default_speaker=speaker,
+        speed=_number(defaults.get("speed"), 1.0, 0.25, 4.0, "speed") or 1.0,
+        noise_scale=_number(defaults.get("noise_scale"), None, 0.0, 2.0, "noise_scale"),
+        noise_w_scale=_number(defaults.get("noise_w_scale"), None, 0.0, 2.0, "noise_w_scale"),
+        volume=_number(defaults.get("volume"), 1.0, 0.0, 4.0, "volume") or 0.0,
+        origin=str(meta.get("source", "folder")),
+        created=str(meta.get("created", "")),
+        version=models[0].stat().st_mtime_ns,
+    )

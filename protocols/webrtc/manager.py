@@ -34,6 +34,7 @@ class RtcManager:
         self.sessions: dict[str, RtcSession] = {}
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
         self._reaper: asyncio.Task[None] | None = None
+        self.closed = False
 
     def _rtc_configuration(self) -> RTCConfiguration:
         servers = [
@@ -48,6 +49,8 @@ class RtcManager:
 
     async def answer(self, sdp: str, kind: str) -> tuple[str, RTCSessionDescription]:
         """A new session for a non-trickle offer; returns (session id, answer)."""
+        if self.closed:
+            raise Busy("Hearth is shutting down")
         if kind != "offer":
             raise InvalidRequest(f"expected an SDP offer, got type {kind!r}")
         if not sdp.strip() or len(sdp) > MAX_SDP_CHARS:
@@ -121,7 +124,8 @@ class RtcManager:
                     await self.close_session(session.id)
 
     async def close(self) -> None:
-        """Close every session and stop reaping."""
+        """Close every session and stop reaping; later offers are refused."""
+        self.closed = True
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
