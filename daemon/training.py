@@ -10,6 +10,8 @@ from its last checkpoint.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import logging
 import os
@@ -17,7 +19,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ from .train_job import JOB, PROGRESS, read_json, write_json
 from .voices import VoiceStore, check_name
 
 _LOGGER = logging.getLogger(__name__)
+_THREAD_LOCK = threading.Lock()
 ACTIVE = ("queued", "running", "exporting")
 LOG = "train.log"
 
@@ -87,6 +92,31 @@ class Training:
         base = voices.base_checkpoint
         if base and not Path(base).expanduser().is_file():
             raise TrainingUnavailable(f"voices.base_checkpoint {base} is not a file")
+        with self._exclusive():  # check-then-spawn, one process and thread at a time
+            return self._start_locked(name, display_name, replace, enrollment, status, base)
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """An exclusive lock over every job (threads of this process and other
+        processes such as the CLI)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with _THREAD_LOCK, open(self.root / ".lock", "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _start_locked(
+        self,
+        name: str,
+        display_name: str | None,
+        replace: bool,
+        enrollment: Enrollment,
+        status: dict[str, Any],
+        base: str,
+    ) -> dict[str, Any]:
+        voices = self.config.voices
         current = self.status(name)
         if current.get("status") in ACTIVE and current.get("alive"):
             return current
@@ -139,8 +169,9 @@ class Training:
             )
         self._children[name] = child
         job = read_json(folder / JOB)
-        job.update(pid=child.pid)
-        write_json(folder / JOB, job)
+        if job.get("status") == "queued":  # the child has not written its own state yet
+            job.update(pid=child.pid)
+            write_json(folder / JOB, job)
         _LOGGER.info("Training voice %s (pid %d, log %s)", name, child.pid, folder / LOG)
 
     def _alive(self, name: str, pid: int | None) -> bool:
