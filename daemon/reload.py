@@ -44,6 +44,7 @@ ENGINE_FREE = (
     "limits.shutdown_grace_s",
     "limits.max_upload_mb",
     "limits.max_file_audio_s",
+    "voices.max_upload_mb",
 )
 """Keys in those sections that the engines never read (routes read them per request)."""
 

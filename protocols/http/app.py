@@ -31,14 +31,9 @@ def create_app(service: ServiceView) -> FastAPI:
     )
     app.state.service = service
     errors.install(app)
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=service.config.limits.max_upload_mb * 1_000_000,
-        # Piper voices are larger than speech uploads.
-        overrides={"/api/voices": service.config.voices.max_upload_mb * 1_000_000},
-    )
-    if service.config.metrics.enabled:
-        metrics.install(app, service)  # outermost: counts 413s too
+    app.add_middleware(BodyLimit, service=service)
+    # Outermost: counts 413s too. In-flight tracking stays on with metrics off.
+    metrics.install(app, service, expose=service.config.metrics.enabled)
 
     @app.get("/api/ping", tags=["health"])
     async def ping() -> dict[str, str]:

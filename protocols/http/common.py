@@ -50,16 +50,26 @@ def require(engine: object | None, what: str) -> Any:
     return engine
 
 
-class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``limits.max_upload_mb`` with 413."""
+def upload_limit(config: Config, method: str, path: str) -> int:
+    """Largest request body for a route (bytes), from the live configuration.
 
-    def __init__(
-        self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None
-    ) -> None:
+    Importing a Piper voice (``POST /api/voices``) has a limit of its own
+    (``voices.max_upload_mb``): voices are larger than speech uploads.
+    """
+    if method == "POST" and path.rstrip("/") == "/api/voices":
+        return config.voices.max_upload_mb * 1_000_000
+    return config.limits.max_upload_mb * 1_000_000
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies over the route's limit with 413.
+
+    The limit is looked up per request, so a reloaded configuration applies at once.
+    """
+
+    def __init__(self, app: ASGIApp, service: ServiceView) -> None:
         self.app = app
-        self.max_bytes = max_bytes
-        self.overrides = overrides or {}
-        """Other limits for paths under these prefixes."""
+        self.service = service
 
     def _too_large(self, limit: int) -> HttpError:
         return HttpError("upload-too-large", f"the request body exceeds {limit / 1_000_000:g} MB")
@@ -69,11 +79,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
-        limit = next(
-            (size for prefix, size in self.overrides.items() if path.startswith(prefix)),
-            self.max_bytes,
-        )
+        limit = upload_limit(self.service.config, scope.get("method", ""), scope.get("path", ""))
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:

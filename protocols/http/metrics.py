@@ -40,13 +40,19 @@ def protocol_of(path: str) -> str | None:
     return None
 
 
-def install(app: FastAPI, service: Any) -> None:
-    """Count requests and serve /metrics when the service keeps metrics."""
+def install(app: FastAPI, service: Any, expose: bool = True) -> None:
+    """Track and count requests; serve /metrics when ``expose``.
+
+    The tracking is installed even with metrics off: reloads wait for the
+    requests in flight before retiring the engines they use.
+    """
     metrics: Metrics | None = getattr(service, "metrics", None)
     inflight: InFlight | None = getattr(service, "inflight", None)
     if metrics is None or inflight is None:
         return
     app.add_middleware(RequestMetrics, metrics=metrics, inflight=inflight)
+    if not expose:
+        return
 
     @app.get("/metrics", tags=["health"], dependencies=[Depends(require_api_key)])
     async def prometheus() -> Response:
