@@ -9,6 +9,7 @@ largest value, which players read as "until the end of the stream".
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,10 @@ class StreamEncoder:
         self._started = False
         self._closed = False
         self._container: Any = None
+        # write() and close() run in worker threads; when a client leaves, close()
+        # may be called while a cancelled write is still running in its thread.
+        # PyAV's containers are not thread-safe: one call at a time.
+        self._lock = threading.Lock()
         if fmt.container is not None:
             import av
 
@@ -108,6 +113,10 @@ class StreamEncoder:
 
     def write(self, pcm: bytes) -> bytes:
         """Encode one block; returns the bytes ready so far (possibly none)."""
+        with self._lock:
+            return self._write(pcm)
+
+    def _write(self, pcm: bytes) -> bytes:
         if self._closed:
             raise ValueError("the encoder is closed")
         if self._container is None:
@@ -132,6 +141,11 @@ class StreamEncoder:
             self._container.mux(packet)
 
     def close(self) -> bytes:
+        """Flush the encoder; returns the last bytes (idempotent)."""
+        with self._lock:
+            return self._close()
+
+    def _close(self) -> bytes:
         """Flush the encoder; returns the last bytes. Safe to call more than once."""
         if self._closed:
             return b""
