@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
+from starlette.requests import ClientDisconnect
 
 from daemon.audio_stream import StreamEncoder, output_format
 from daemon.engines import Engines
@@ -30,7 +31,7 @@ from daemon.tts.streaming import open_speech
 
 from .auth import require_api_key
 from .common import config_of, ready_engines, require
-from .errors import HttpError
+from .errors import HttpError, timed_out
 from .names import WIS_MODELS, WIS_SPEAKERS, asr_model_name, synthesis_options
 from .rawquery import raw_params
 from .willow import feed_body, transcribe_options, willow_settings
@@ -91,7 +92,6 @@ async def add_speaker(
     request: Request,
     speaker: str | None = Query(None, description="name of the voice to enroll"),
     speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
-    audio_file: UploadFile | None = None,
     engines: Engines = Depends(ready_engines),
 ) -> dict[str, object]:
     """WIS adds a custom speaker from an audio file; Hearth starts (or continues) an
@@ -101,7 +101,7 @@ async def add_speaker(
     The audio is a multipart ``audio_file``, or the request body itself.
     """
     speaker = _speaker_name(speaker, speaker_name)
-    data = await audio_file.read() if audio_file is not None else await request.body()
+    data = await _speaker_audio(request)
     enrollment = Enrollment(config_of(request), speaker)
     check = await enrollment.add_take(engines, data, None)
     status = enrollment.status()
@@ -113,6 +113,20 @@ async def add_speaker(
         "enrolled_seconds": status["seconds"],
         "progress": status["progress"],
     }
+
+
+async def _speaker_audio(request: Request) -> bytes:
+    """The recording: multipart field ``audio_file`` (as WIS takes it), or the body."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        form = await request.form(max_files=1, max_fields=8)
+        upload = form.get("audio_file")
+        if not isinstance(upload, UploadFile):
+            raise InvalidRequest("send the recording as the multipart field 'audio_file'")
+        return await upload.read()
+    data = await request.body()
+    if not data:
+        raise InvalidAudio("the request has no recording: send 'audio_file' or a body")
+    return data
 
 
 @router.delete("/api/speaker", summary="Remove a voice")
@@ -184,18 +198,25 @@ async def sts(
     events = run.events()
     assert isinstance(events, AsyncGenerator)
     try:
-        if multipart:
-            session.start(INTERNAL)
-            pcm = await asyncio.to_thread(decoder.finish)
-            if not pcm:
-                raise InvalidAudio("the file holds no audio")
-            await session.feed(pcm)
-        else:
-            await feed_body(request, session, decoder)
-        head = await _until_audio(events)
-    except BaseException:
+        async with asyncio.timeout(limits.request_timeout_s):
+            if multipart:
+                session.start(INTERNAL)
+                pcm = await asyncio.to_thread(decoder.finish)
+                if not pcm:
+                    raise InvalidAudio("the file holds no audio")
+                await session.feed(pcm)
+            else:
+                await feed_body(request, session, decoder)
+            head = await _until_audio(events)
+    except BaseException as exc:
+        run.abandon()  # a reply started on a pause must not run on for nobody
         await events.aclose()
         await session.close()
+        if isinstance(exc, ClientDisconnect):
+            _LOGGER.info("A speech-to-speech upload was cut off before its end")
+            return Response(status_code=400)
+        if isinstance(exc, TimeoutError):
+            raise timed_out(limits.request_timeout_s) from None
         raise
     if head.rate is None:
         await events.aclose()

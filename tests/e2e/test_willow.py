@@ -463,6 +463,11 @@ def test_speakers(daemon):
     assert resp.status_code == 400 and "bundled" in resp.json()["error"]
     resp = httpx.post(device_url(daemon, "/api/speaker"), content=b"")
     assert resp.status_code == 400
+    # The wrong multipart field: a 400 naming the right one (not a 500).
+    wrong = httpx.post(
+        device_url(daemon, "/api/speaker?speaker=me"), files={"file": ("x.wav", b"RIFF")}
+    )
+    assert wrong.status_code == 400 and "audio_file" in wrong.json()["error"], wrong.text
 
 
 # --------------------------------------------------------------------------- sts and chat
