@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -98,7 +99,9 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise self._too_large(limit)
+                    # An HTTPException, so that FastAPI's body parsing passes it on
+                    # (it turns other errors into "400: error parsing the body").
+                    raise StarletteHTTPException(413, self._too_large(limit).message)
             return message
 
         await self.app(scope, counted, send)
