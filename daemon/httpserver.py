@@ -14,8 +14,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 _LOGGER = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-MAX_REQUEST_LINE = 1 << 20
-"""Longest request line held back for repair (bytes); longer ones go to the parser as is."""
 MAX_TARGET = 65000
 """Longest request target served: uvicorn's URL parser keeps offsets in 16 bits."""
 URI_TOO_LONG = (
@@ -58,7 +56,7 @@ class LenientHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._at_request_line = True
-        self._held = b""
+        self._held = bytearray()
 
     def on_message_begin(self) -> None:
         """The parser started a request: its line has been repaired already."""
@@ -76,18 +74,20 @@ class LenientHttpToolsProtocol(HttpToolsProtocol):
         A request pipelined into the same read as the previous one is parsed as is.
         """
         if self._at_request_line:
-            data = self._held + data
-            end = data.find(b"\r\n")
-            if end < 0 and len(data) < MAX_REQUEST_LINE:
-                self._held = data
-                return
-            self._held = b""
-            if end >= 0:
-                line = repair_request_line(data[:end])
-                if len(line) > MAX_TARGET:
+            scan_from = max(0, len(self._held) - 1)  # only new bytes (and a split CRLF)
+            self._held += data
+            end = self._held.find(b"\r\n", scan_from)
+            if end < 0:
+                if len(self._held) > MAX_TARGET:  # the line could only be refused
+                    self._held = bytearray()
                     self._refuse_long_uri()
-                    return
-                data = line + data[end:]
+                return
+            held, self._held = bytes(self._held), bytearray()
+            line = repair_request_line(held[:end])
+            if len(line) > MAX_TARGET:
+                self._refuse_long_uri()
+                return
+            data = line + held[end:]
         super().data_received(data)
 
     def _refuse_long_uri(self) -> None:

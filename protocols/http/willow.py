@@ -33,7 +33,7 @@ from .auth import require_api_key
 from .common import config_of, ready_engines
 from .errors import HttpError, timed_out
 from .names import WIS_MODELS, asr_model_name
-from .willow_audio import BodyDecoder, body_decoder, parse_audio_headers
+from .willow_audio import BodyDecoder, PcmBody, WavBody, body_decoder, parse_audio_headers
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -81,8 +81,13 @@ async def feed_body(
         if kept is not None:
             kept.append(pcm)
 
+    # Raw PCM and WAV only copy bytes; a codec (AMR-WB) decodes in a worker thread.
+    inline = isinstance(decoder, (PcmBody, WavBody))
     async for chunk in request.stream():
-        if chunk and (pcm := decoder.feed(chunk)):
+        if not chunk:
+            continue
+        pcm = decoder.feed(chunk) if inline else await asyncio.to_thread(decoder.feed, chunk)
+        if pcm:
             await feed(pcm)
     if tail := await asyncio.to_thread(decoder.finish):
         await feed(tail)

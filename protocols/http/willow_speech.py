@@ -63,7 +63,7 @@ async def tts(
     tts_service = require(engines.tts, "TTS")
     options = synthesis_options(
         engines,
-        params.get("speaker"),
+        params.get("speaker") or params.get("voice"),
         WIS_SPEAKERS,
         sample_rate=config_of(request).willow.tts_sample_rate,
     )
