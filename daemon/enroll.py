@@ -11,6 +11,8 @@ take's measurements.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import logging
 import math
@@ -19,6 +21,7 @@ import re
 import threading
 import time
 import wave
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,9 +245,29 @@ class Enrollment:
             "recorded": takes,
         }
 
-    def save(self, take_id: str, entry: dict[str, Any], audio: np.ndarray) -> None:
-        """Store an accepted take (replacing a redone one) and rewrite the metadata."""
-        with _LOCK:
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time: threads of this process and other processes (CLI)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with _LOCK, open(self.folder / ".lock", "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def save(self, take_id: str | None, entry: dict[str, Any], audio: np.ndarray) -> str:
+        """Store an accepted take (replacing a redone one) and rewrite the metadata.
+
+        ``take_id`` None is a free recording: it gets the next free id, chosen under
+        the lock so that two at once never share one. Returns the id.
+        """
+        with self._locked():
+            if take_id is None:
+                numbers = [
+                    int(k[4:]) for k in self.takes() if k.startswith("free") and k[4:].isdigit()
+                ]
+                take_id = f"free{max(numbers, default=-1) + 1:04d}"
             self.wavs.mkdir(parents=True, exist_ok=True)
             tmp = self.wavs / f".{take_id}.wav.tmp"
             with wave.open(str(tmp), "wb") as out:
@@ -256,10 +279,11 @@ class Enrollment:
             takes = self.takes()
             takes[take_id] = entry
             self._write(takes)
+        return take_id
 
     def remove(self, take_id: str) -> None:
         """Drop a take (to redo it)."""
-        with _LOCK:
+        with self._locked():
             takes = self.takes()
             if takes.pop(take_id, None) is None:
                 raise InvalidRequest(f"no take '{take_id[:32]}' in {self.name}'s recordings")
@@ -300,9 +324,9 @@ class Enrollment:
             "" if check.accepted else ": " + "; ".join(check.problems),
         )
         if check.accepted:
+            take_id: str | None
             if index is None:
-                free = [k for k in self.takes() if k.startswith("free")]
-                take_id, text = f"free{len(free):04d}", check.transcript
+                take_id, text = None, check.transcript
             else:
                 take_id, text = f"{index:04d}", prompt or ""
             entry = {"prompt": index, "text": text} | asdict(check)
