@@ -24,6 +24,8 @@ import numpy as np
 
 _LOGGER = logging.getLogger("hearth.train")
 JOB = "job.json"
+CANCEL = "cancel"
+"""Marker file: the job was cancelled on purpose."""
 PROGRESS = "progress.json"
 ONNX_CONFIG = "config.json"
 
@@ -283,6 +285,10 @@ def run(job_dir: Path) -> int:
         onnx = export(job_dir, checkpoint)
         register(job_dir, job, onnx)
     except BaseException as exc:
+        if (job_dir / CANCEL).exists():  # stopped on purpose (SIGTERM from cancel)
+            job.update(status="cancelled", pid=None)
+            write_json(job_dir / JOB, job)
+            return 1
         job.update(status="failed", error=f"{type(exc).__name__}: {exc}", pid=None)
         write_json(job_dir / JOB, job)
         _LOGGER.exception("Training %s failed", job.get("name"))

@@ -28,7 +28,7 @@ from typing import Any
 from .config import Config
 from .enroll import DATASET_RATE, Enrollment
 from .errors import Busy, InvalidRequest, TrainingUnavailable, VoiceExists
-from .train_job import JOB, PROGRESS, read_json, write_json
+from .train_job import CANCEL, JOB, PROGRESS, read_json, write_json
 from .voices import VoiceStore, check_name
 
 _LOGGER = logging.getLogger(__name__)
@@ -233,18 +233,31 @@ class Training:
         ]
 
     def cancel(self, name: str) -> dict[str, Any]:
-        """Stop a running job; its checkpoints stay (``start`` begins afresh)."""
+        """Stop a running job; its checkpoints stay (``start`` begins afresh).
+
+        A finished or failed job is left as it is. The job is told first (a marker
+        file), so that the trainer's own shutdown reports it as cancelled.
+        """
         folder = self.job_dir(name)
         job = read_json(folder / JOB)
+        if job.get("status") not in ACTIVE:
+            return self.status(name)
+        (folder / CANCEL).touch()
         pid = job.get("pid")
-        if pid and job.get("status") in ACTIVE and self._alive(name, pid):
-            os.killpg(int(pid), signal.SIGTERM)
+        if pid and self._alive(name, pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid), signal.SIGTERM)
             child = self._children.pop(name, None)
             if child is not None:
-                child.wait(timeout=30)
-        if job:
-            job.update(status="cancelled", pid=None)
-            write_json(folder / JOB, job)
+                try:
+                    child.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(int(pid), signal.SIGKILL)
+                    child.wait(timeout=10)
+        job = read_json(folder / JOB)
+        job.update(status="cancelled", pid=None)
+        write_json(folder / JOB, job)
         return self.status(name)
 
     def resume_interrupted(self) -> list[str]:
