@@ -251,21 +251,38 @@ def export(job_dir: Path, checkpoint: Path) -> Path:
     return output
 
 
-def register(job_dir: Path, job: dict[str, Any], onnx: Path) -> None:
-    """Add the exported voice to the store (validated like an import)."""
+def register(job_dir: Path, job: dict[str, Any], onnx: Path) -> str:
+    """Add the exported voice to the store (validated like an import); its name.
+
+    The voice is imported under a temporary name first, so a voice it replaces is
+    only removed once the new one has passed validation. A voice of the same name
+    made during training (without ``replace``) is kept: the new one gets a suffix.
+    """
     from .voice_import import import_files
     from .voices import VoiceStore
 
     store = VoiceStore(Path(job["voices_dir"]))
-    if job.get("replace") and any(v.name == job["name"] for v in store.list()):
-        store.remove(job["name"])
+    name = job["name"]
+    staged = f"{name[:50]}-{os.getpid()}-new"
     import_files(
         store,
-        job["name"],
+        staged,
         onnx,
         job_dir / ONNX_CONFIG,
-        {"display_name": job.get("display_name") or job["name"], "source": "trained"},
+        {"display_name": job.get("display_name") or name, "source": "trained"},
     )
+    existing = {v.name for v in store.list()}
+    if name in existing:
+        if job.get("replace"):
+            store.remove(name)
+        else:
+            number = 2
+            while f"{name[:56]}-{number}" in existing:
+                number += 1
+            _LOGGER.warning("A voice '%s' appeared during training; keeping both", name)
+            name = f"{name[:56]}-{number}"
+    store.rename(staged, name)
+    return name
 
 
 def run(job_dir: Path) -> int:
@@ -283,7 +300,7 @@ def run(job_dir: Path) -> int:
         job.update(status="exporting")
         write_json(job_dir / JOB, job)
         onnx = export(job_dir, checkpoint)
-        register(job_dir, job, onnx)
+        job["voice"] = register(job_dir, job, onnx)
     except BaseException as exc:
         if (job_dir / CANCEL).exists():  # stopped on purpose (SIGTERM from cancel)
             job.update(status="cancelled", pid=None)
