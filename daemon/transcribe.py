@@ -69,7 +69,7 @@ async def transcribe_samples(
         Text, language, segments, timing and the translation when asked for.
     """
     asr = engines.asr_model(model)
-    audio = pcm_to_float(samples)
+    audio = await asyncio.to_thread(pcm_to_float, samples)  # up to an hour: not on the loop
     began = time.perf_counter()
     options = dataclasses.replace(options, task="transcribe")
     result: Transcript = await engines.asr_pool.run(asr.transcribe, audio, options)
@@ -111,6 +111,6 @@ async def stream_segments(
 ) -> AsyncIterator[Segment | Transcript]:
     """Segments as the model decodes them, then the whole Transcript."""
     asr = engines.asr_model(model)
-    audio = pcm_to_float(samples)
+    audio = await asyncio.to_thread(pcm_to_float, samples)
     async for item in engines.asr_pool.stream(lambda: asr.transcribe_segments(audio, options)):
         yield item

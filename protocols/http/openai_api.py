@@ -68,7 +68,8 @@ async def transcriptions(
             samples = await decode_upload(data, limits.max_file_audio_s)
             if stream:
                 items = stream_segments(engines, samples, name, options)
-                return StreamingResponse(_transcript_events(items), media_type="text/event-stream")
+                events = _transcript_events(items, limits.request_timeout_s)
+                return StreamingResponse(events, media_type="text/event-stream")
             result = await transcribe_samples(engines, samples, name, options)
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
@@ -87,18 +88,28 @@ async def transcriptions(
     return JSONResponse({"text": result.text})
 
 
-async def _transcript_events(items: AsyncIterator[Segment | Transcript]) -> AsyncIterator[bytes]:
+async def _transcript_events(
+    items: AsyncIterator[Segment | Transcript], timeout_s: float
+) -> AsyncIterator[bytes]:
+    """Server-sent events of a streamed decode, within ``limits.request_timeout_s``."""
     text = ""
+    deadline = asyncio.get_running_loop().time() + timeout_s
     try:
-        async for item in items:
-            if isinstance(item, Segment) and item.text:
-                delta = (" " if text else "") + item.text
-                text += delta
-                yield formats.sse({"type": "transcript.text.delta", "delta": delta})
-            elif isinstance(item, Transcript):
-                yield formats.sse({"type": "transcript.text.done", "text": item.text})
+        async with asyncio.timeout_at(deadline):
+            async for item in items:
+                if isinstance(item, Segment) and item.text:
+                    delta = (" " if text else "") + item.text
+                    text += delta
+                    yield formats.sse({"type": "transcript.text.delta", "delta": delta})
+                elif isinstance(item, Transcript):
+                    yield formats.sse({"type": "transcript.text.done", "text": item.text})
     except HearthError as exc:
         yield formats.sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
+    except TimeoutError:
+        error = timed_out(timeout_s)
+        yield formats.sse(
+            {"type": "error", "error": {"code": error.code, "message": error.message}}
+        )
 
 
 class SpeechRequest(BaseModel):
