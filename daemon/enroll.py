@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import math
 import os
 import re
-import threading
 import time
 import wave
 from collections.abc import Iterator
@@ -33,6 +31,7 @@ from .audio import RATE, decode_file, pcm_to_float, resample_pcm
 from .config import Config
 from .engines import Engines
 from .errors import InvalidAudio, InvalidRequest
+from .locks import exclusive
 from .prompts import load_prompts
 from .voices import check_name
 
@@ -43,7 +42,6 @@ TAKES = "takes.json"
 PAD_S = 0.25
 """Silence kept around the speech when a take is trimmed (s)."""
 CLIP_LEVEL = 32700
-_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -248,13 +246,8 @@ class Enrollment:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """One writer at a time: threads of this process and other processes (CLI)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with _LOCK, open(self.folder / ".lock", "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with exclusive(self.folder / ".lock"):
+            yield
 
     def save(self, take_id: str | None, entry: dict[str, Any], audio: np.ndarray) -> str:
         """Store an accepted take (replacing a redone one) and rewrite the metadata.

@@ -11,7 +11,6 @@ from its last checkpoint.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import logging
 import os
@@ -19,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +26,11 @@ from typing import Any
 from .config import Config
 from .enroll import DATASET_RATE, Enrollment
 from .errors import Busy, InvalidRequest, TrainingUnavailable, VoiceExists
+from .locks import exclusive
 from .train_job import CANCEL, JOB, PROGRESS, read_json, write_json
 from .voices import VoiceStore, check_name
 
 _LOGGER = logging.getLogger(__name__)
-_THREAD_LOCK = threading.Lock()
 ACTIVE = ("queued", "running", "exporting")
 LOG = "train.log"
 
@@ -99,13 +97,8 @@ class Training:
     def _exclusive(self) -> Iterator[None]:
         """An exclusive lock over every job (threads of this process and other
         processes such as the CLI)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with _THREAD_LOCK, open(self.root / ".lock", "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with exclusive(self.root / ".lock"):
+            yield
 
     def _start_locked(
         self,

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shutil
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidRequest, InvalidVoice, UnknownVoice, VoiceExists
+from .locks import exclusive
 from .models import package_dir
 
 _LOGGER = logging.getLogger(__name__)
@@ -185,14 +185,9 @@ class VoiceStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (threads and processes), sweeping crash leftovers."""
-        self.user_dir.mkdir(parents=True, exist_ok=True)
-        with _THREAD_LOCK, open(self.user_dir / LOCK, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                self._sweep()
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with exclusive(self.user_dir / LOCK):
+            self._sweep()
+            yield
 
     def _sweep(self) -> None:
         # Under the lock no writer is mid-change; a staging folder whose owner
@@ -286,9 +281,6 @@ class VoiceStore:
                 meta["display_name"] = display_name.strip()
             _write_json(meta_file, meta)
         return self.get(name)
-
-
-_THREAD_LOCK = threading.RLock()
 
 
 def check_name(name: str) -> None:
