@@ -51,6 +51,24 @@ def transcribe_options(
     return TranscribeOptions(beam_size=beam_size, language=language)
 
 
+class AsrQuery:
+    """The WIS query parameters of every speech route (a FastAPI dependency)."""
+
+    def __init__(
+        self,
+        model: str | None = Query(None, description=MODEL_HELP),
+        beam_size: int | None = Query(None, description="1-10; default: the model's"),
+        detect_language: bool = Query(False, description="detect the spoken language"),
+        force_language: str | None = Query(None, description="ISO language code"),
+    ) -> None:
+        self.model = model
+        self.options = transcribe_options(beam_size, detect_language, force_language)
+
+    def model_name(self, engines: Engines) -> str | None:
+        """The configured model to use (None, or a WIS size name: the default)."""
+        return asr_model_name(engines, self.model, WIS_MODELS)
+
+
 def willow_settings(engines: Engines, config: Config) -> SessionSettings:
     """Session settings for device uploads, which end soon after the speaker pauses."""
     base = engines.session_settings
@@ -137,10 +155,7 @@ def save_upload(config: Config, fmt: AudioFormat, parts: list[bytes]) -> Path:
 async def willow(
     request: Request,
     engines: Engines = Depends(ready_engines),
-    model: str | None = Query(None, description=MODEL_HELP),
-    beam_size: int | None = Query(None, description="1-10; default: the model's"),
-    detect_language: bool = Query(False, description="detect the spoken language"),
-    force_language: str | None = Query(None, description="ISO language code"),
+    query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
     stats: bool = Query(False, description="add infer_time, infer_speedup, audio_duration"),
     save_audio: bool = Query(False, description="store the audio (only if willow.save_audio)"),
@@ -157,9 +172,9 @@ async def willow(
     config = config_of(request)
     limits = config.limits
     codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
-    options = transcribe_options(beam_size, detect_language, force_language)
+    options = query.options
     session = engines.new_session(
-        asr_model_name(engines, model, WIS_MODELS),
+        query.model_name(engines),
         SessionOptions(transcribe=options, partials=False),
         willow_settings(engines, config),
     )
@@ -204,16 +219,13 @@ async def asr(
     request: Request,
     audio_file: UploadFile,
     engines: Engines = Depends(ready_engines),
-    model: str | None = Query(None, description=MODEL_HELP),
-    beam_size: int | None = Query(None, description="1-10; default: the model's"),
-    detect_language: bool = Query(False, description="detect the spoken language"),
-    force_language: str | None = Query(None, description="ISO language code"),
+    query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
 ) -> JSONResponse:
     """Multipart ``audio_file`` in any format PyAV reads; answers text and timings."""
     limits = config_of(request).limits
-    options = transcribe_options(beam_size, detect_language, force_language)
-    name = asr_model_name(engines, model, WIS_MODELS)
+    options = query.options
+    name = query.model_name(engines)
     engines.asr_model(name)  # an unknown model fails before the upload is decoded
     data = await audio_file.read()
     try:

@@ -32,9 +32,9 @@ from daemon.tts.streaming import open_speech
 from .auth import require_api_key
 from .common import config_of, ready_engines, require
 from .errors import HttpError, timed_out
-from .names import WIS_MODELS, WIS_SPEAKERS, asr_model_name, synthesis_options
+from .names import WIS_SPEAKERS, synthesis_options
 from .rawquery import raw_params
-from .willow import feed_body, transcribe_options, willow_settings
+from .willow import AsrQuery, feed_body, willow_settings
 from .willow_audio import INTERNAL, body_decoder, parse_audio_headers
 
 _LOGGER = logging.getLogger(__name__)
@@ -80,7 +80,11 @@ async def list_speakers(engines: Engines = Depends(ready_engines)) -> dict[str, 
     return {"speakers": [voice.name for voice in engines.voices.list()]}
 
 
-def _speaker_name(speaker: str | None, speaker_name: str | None) -> str:
+def speaker_query(
+    speaker: str | None = Query(None, description="name of the voice"),
+    speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
+) -> str:
+    """The voice a WIS speaker route names (a FastAPI dependency)."""
     name = speaker or speaker_name
     if not name:
         raise InvalidRequest("name the voice: ?speaker=NAME")
@@ -90,8 +94,7 @@ def _speaker_name(speaker: str | None, speaker_name: str | None) -> str:
 @router.post("/api/speaker", summary="Enroll a voice from a recording")
 async def add_speaker(
     request: Request,
-    speaker: str | None = Query(None, description="name of the voice to enroll"),
-    speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
+    speaker: str = Depends(speaker_query),
     engines: Engines = Depends(ready_engines),
 ) -> dict[str, object]:
     """WIS adds a custom speaker from an audio file; Hearth starts (or continues) an
@@ -100,11 +103,10 @@ async def add_speaker(
 
     The audio is a multipart ``audio_file``, or the request body itself.
     """
-    speaker = _speaker_name(speaker, speaker_name)
     data = await _speaker_audio(request)
     enrollment = Enrollment(config_of(request), speaker)
     check = await enrollment.add_take(engines, data, None)
-    status = enrollment.status()
+    status = await asyncio.to_thread(enrollment.status)
     return {
         "speaker": speaker,
         "accepted": check.accepted,
@@ -132,13 +134,11 @@ async def _speaker_audio(request: Request) -> bytes:
 @router.delete("/api/speaker", summary="Remove a voice")
 async def delete_speaker(
     request: Request,
-    speaker: str | None = Query(None, description="the voice to remove"),
-    speaker_name: str | None = Query(None, description="the same, as WIS clients name it"),
+    speaker: str = Depends(speaker_query),
 ) -> dict[str, str]:
     """Remove a user voice from the store (bundled voices are read-only)."""
     from daemon.voices import VoiceStore
 
-    speaker = _speaker_name(speaker, speaker_name)
     await asyncio.to_thread(VoiceStore(config_of(request).voices_path).remove, speaker)
     return {"removed": speaker}
 
@@ -147,10 +147,7 @@ async def delete_speaker(
 async def sts(
     request: Request,
     engines: Engines = Depends(ready_engines),
-    model: str | None = Query(None, description="ASR model name"),
-    beam_size: int | None = Query(None, description="1-10; default: the model's"),
-    detect_language: bool = Query(False, description="detect the spoken language"),
-    force_language: str | None = Query(None, description="ISO language code"),
+    query: AsrQuery = Depends(),
     speaker: str | None = Query(None, description="voice of the reply"),
     format: str = Query("wav", description="wav, flac, mp3, opus, aac or pcm"),
     conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
@@ -170,7 +167,7 @@ async def sts(
     tts_options = synthesis_options(
         engines, speaker, WIS_SPEAKERS, sample_rate=config.willow.tts_sample_rate
     )
-    options = transcribe_options(beam_size, detect_language, force_language)
+    options = query.options
     multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
     if multipart:
         form = await request.form()
@@ -185,7 +182,7 @@ async def sts(
         )
         decoder = body_decoder(codec, pcm_fmt, limits.max_audio_s)
     session = engines.new_session(
-        asr_model_name(engines, model, WIS_MODELS),
+        query.model_name(engines),
         SessionOptions(transcribe=options, partials=False),
         willow_settings(engines, config),
     )
