@@ -171,6 +171,20 @@ class VoiceStore:
         names = {v.name for v in bundled}
         return bundled + [v for v in self._user() if v.name not in names]
 
+    def for_language(self, language: str, preferred: str) -> str | None:
+        """A voice that speaks ``language`` (``en``, ``en_US``, ``en-GB``): ``preferred``
+        when it does, else the first that does; None when none does."""
+        wanted = language.lower().replace("-", "_")
+
+        def speaks(voice: VoiceInfo) -> bool:
+            have = voice.language.lower().replace("-", "_")
+            return have == wanted or have.split("_")[0] == wanted.split("_")[0]
+
+        matches = [v.name for v in self.list() if speaks(v)]
+        if not matches:
+            return None
+        return preferred if preferred in matches else matches[0]
+
     def get(self, name: str) -> VoiceInfo:
         """The voice called ``name``; UnknownVoice names the choices otherwise."""
         voices = self.list()

@@ -260,7 +260,7 @@ class WyomingConnection:
         name = getattr(voice, "name", None) or None
         language = getattr(voice, "language", None) or None
         if name is None and language:
-            name = _voice_for_language(engines, language)
+            name = engines.voices.for_language(language, engines.config.tts.default_voice)
         options = SynthesisOptions(voice=name, speaker=getattr(voice, "speaker", None) or None)
         engines.tts.check_voice(options)
         return options
@@ -326,22 +326,6 @@ class WyomingConnection:
             return
         await self.write(Handled(text="".join(parts).strip(), context=context or None).event())
         await self.write(HandledStop().event())
-
-
-def _voice_for_language(engines: Engines, language: str) -> str | None:
-    """The default voice if it speaks ``language``, else the first voice that does."""
-    voices = engines.voices.list()
-    wanted = language.lower().replace("-", "_")
-    default = engines.config.tts.default_voice
-
-    def speaks(voice_language: str) -> bool:
-        have = voice_language.lower().replace("-", "_")
-        return have == wanted or have.split("_")[0] == wanted.split("_")[0]
-
-    matches = [v.name for v in voices if speaks(v.language)]
-    if not matches:
-        return None  # the default voice answers
-    return default if default in matches else matches[0]
 
 
 async def _speak(conn: WyomingConnection, blocks: Any) -> None:

@@ -28,3 +28,10 @@ def test_bad_metadata_skips_only_that_voice(tmp_path):
     assert set(users) == {"good"}
     assert users["good"].speed == 0.9 and users["good"].display_name == "Good"
     assert store.get("en_US-joe-medium").source == "bundled"
+
+
+def test_a_voice_is_chosen_by_language(tmp_path):
+    store = VoiceStore(tmp_path)
+    assert store.for_language("en", "en_US-joe-medium") == "en_US-joe-medium"
+    assert store.for_language("en-GB", "nobody") == "en_US-joe-medium"
+    assert store.for_language("de", "en_US-joe-medium") is None
