@@ -23,7 +23,7 @@ from aiortc.rtp import RtcpByePacket
 from daemon import events as ev
 from daemon.asr.base import TranscribeOptions
 from daemon.engines import Engines
-from daemon.errors import HearthError, InvalidRequest, UnknownModel
+from daemon.errors import HearthError, InvalidRequest
 from daemon.pipeline import PipelineRun
 from daemon.session import SessionOptions, SpeechSession
 from daemon.tts.base import SynthesisOptions
@@ -228,8 +228,7 @@ class RtcSession:
     def _session_options(self, command: Command, hands_free: bool) -> tuple[str | None, Any]:
         engines = self._engines()
         model = command.model
-        if model is not None and model not in engines.asr:
-            raise UnknownModel(f"unknown ASR model '{model}' (models: {', '.join(engines.asr)})")
+        engines.asr_model(model)  # an unknown model: UnknownModel before anything starts
         options = SessionOptions(
             transcribe=TranscribeOptions(beam_size=command.beam_size, language=command.language),
             partials=engines.partials if command.partials is None else command.partials,
