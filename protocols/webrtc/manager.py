@@ -9,7 +9,13 @@ import time
 import uuid
 from collections.abc import Callable
 
-from aiortc import RTCConfiguration, RTCIceServer, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCRtpSender,
+    RTCSessionDescription,
+)
 
 from daemon.config import WebRtcConfig
 from daemon.engines import Engines
@@ -89,6 +95,17 @@ class RtcManager:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
             if not any(t.kind == "audio" for t in pc.getTransceivers()):
                 raise InvalidRequest("the offer has no audio: add a microphone track")
+            if "opus/48000" not in sdp.lower():
+                raise InvalidRequest("the offer has no Opus audio (every browser offers it)")
+            opus = [
+                codec
+                for codec in RTCRtpSender.getCapabilities("audio").codecs
+                if codec.mimeType.lower() == "audio/opus"
+            ]
+            for transceiver in pc.getTransceivers():
+                if transceiver.kind == "audio":
+                    # The reply track hands over Opus packets (see tracks.py).
+                    transceiver.setCodecPreferences(opus)
             pc.addTrack(session.reply_track)
             with ice.applied(self.policy):
                 await pc.setLocalDescription(await pc.createAnswer())

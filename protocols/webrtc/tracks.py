@@ -3,6 +3,13 @@
 The reply track sends nothing while there is nothing to say (so an idle session
 costs no RTP), and paces reply audio in real time, 20 ms per frame. New speech
 from the person clears what is queued (barge-in).
+
+It hands the sender Opus packets it encoded itself, not raw frames: the RTP
+timestamp must jump over each pause by the time that passed, or the browser's
+jitter buffer takes the first packet of the next reply for one that is seconds
+late and grows its delay with every reply (about 1.7 s after a few replies in
+Chromium). The stock encoder's resampler gives that first packet the old,
+continuous timestamp; our own packets carry ours.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from daemon.audio import AudioFormat, resample_pcm
 
 RATE = 48000
+TIME_BASE = fractions.Fraction(1, RATE)
 FRAME_SAMPLES = 960
 """20 ms at 48 kHz: one Opus frame."""
 MAX_QUEUED_S = 120.0
@@ -38,12 +46,18 @@ def frame_pcm(frame: av.AudioFrame) -> tuple[AudioFormat, bytes]:
 
 
 class ReplyTrack(MediaStreamTrack):
-    """Server → browser audio: queued reply speech, paced in real time."""
+    """Server → browser audio: queued reply speech, paced in real time.
+
+    ``opus``: hand the sender Opus packets (the negotiated codec must be Opus);
+    otherwise raw frames for the sender to encode.
+    """
 
     kind = "audio"
 
-    def __init__(self) -> None:
+    def __init__(self, opus: bool = True) -> None:
         super().__init__()
+        self._encoder: av.AudioCodecContext | None = None
+        self._opus = opus
         self._frames: deque[bytes] = deque()
         self._rest = b""
         self._ready = asyncio.Event()
@@ -82,8 +96,24 @@ class ReplyTrack(MediaStreamTrack):
         self._rest = b""
         self._ready.clear()
 
-    async def recv(self) -> av.AudioFrame:
-        """The next 20 ms frame; waits (sending nothing) while there is nothing to say."""
+    async def recv(self) -> av.AudioFrame | av.Packet:
+        """The next 20 ms of audio; waits (sending nothing) while there is nothing to say."""
+        frame = await self._next_frame()
+        if not self._opus:
+            return frame
+        if self._encoder is None:
+            self._encoder = _opus_encoder()
+        packets = self._encoder.encode(frame)
+        if not packets:  # libopus gives one packet per 20 ms frame; never seen otherwise
+            return frame
+        # The packet's pts would follow the encoder's own sample count: it gets the
+        # frame's, which jumps over pauses.
+        packet = packets[0]
+        packet.pts = frame.pts
+        packet.time_base = TIME_BASE
+        return packet
+
+    async def _next_frame(self) -> av.AudioFrame:
         while not self._frames:
             self._ready.clear()
             await self._ready.wait()
@@ -98,8 +128,21 @@ class ReplyTrack(MediaStreamTrack):
         frame.planes[0].update(pcm)
         frame.sample_rate = RATE
         frame.pts = self._pts
-        frame.time_base = fractions.Fraction(1, RATE)
+        frame.time_base = TIME_BASE
         self._pts += FRAME_SAMPLES
         self._next_at += FRAME_SAMPLES / RATE
         self.frames_sent += 1
         return frame
+
+
+def _opus_encoder() -> av.AudioCodecContext:
+    encoder = av.CodecContext.create("libopus", "w")
+    assert isinstance(encoder, av.AudioCodecContext)
+    encoder.sample_rate = RATE
+    encoder.layout = "mono"
+    encoder.format = "s16"
+    encoder.bit_rate = 32000  # plenty for speech
+    encoder.time_base = TIME_BASE
+    encoder.options = {"application": "audio", "frame_duration": "20"}
+    encoder.open()
+    return encoder

@@ -2,6 +2,7 @@
 
 import asyncio
 
+import av
 import numpy as np
 import pytest
 from aiortc.rtp import RtcpByePacket, RtcpRrPacket, RtcpSrPacket
@@ -9,7 +10,7 @@ from aiortc.rtp import RtcpByePacket, RtcpRrPacket, RtcpSrPacket
 from daemon.errors import InvalidRequest
 from protocols.webrtc import messages
 from protocols.webrtc.rtcp import pace_reports
-from protocols.webrtc.tracks import FRAME_SAMPLES, RATE, ReplyTrack
+from protocols.webrtc.tracks import FRAME_SAMPLES, RATE, TIME_BASE, ReplyTrack
 
 
 class Endpoint:
@@ -51,7 +52,7 @@ def test_messages_parse_and_name_problems():
 
 
 async def test_the_reply_track_sends_nothing_until_there_is_audio_then_paces_it():
-    track = ReplyTrack()
+    track = ReplyTrack(opus=False)
     pending = asyncio.ensure_future(track.recv())
     await asyncio.sleep(0.1)
     assert not pending.done()  # idle: no frames, so no RTP
@@ -67,3 +68,21 @@ async def test_the_reply_track_sends_nothing_until_there_is_audio_then_paces_it(
     track.play(np.zeros(16000, np.int16).tobytes(), 16000)
     track.clear()  # barge-in
     assert not track.playing
+
+
+async def test_reply_packets_timestamps_jump_over_a_pause_by_the_time_that_passed():
+    """The first packet after a pause must not carry the old, continuous timestamp:
+    the browser's jitter buffer would take it for one that is seconds late."""
+    track = ReplyTrack()
+    track.play(np.zeros(16000 // 10, np.int16).tobytes(), 16000)  # 5 frames
+    track.flush()
+    first = [await track.recv() for _ in range(5)]
+    assert all(isinstance(p, av.Packet) and p.time_base == TIME_BASE for p in first)
+    assert [p.pts for p in first] == [i * FRAME_SAMPLES for i in range(5)]
+    await asyncio.sleep(0.5)
+    track.play(np.zeros(16000 // 10, np.int16).tobytes(), 16000)
+    track.flush()
+    after = [await track.recv() for _ in range(2)]
+    gap = (after[0].pts - first[-1].pts) / RATE
+    assert 0.45 <= gap <= 0.7, gap
+    assert after[1].pts - after[0].pts == FRAME_SAMPLES
