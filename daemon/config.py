@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -34,7 +35,10 @@ COMPUTE_TYPES = (
 
 
 def _c(**rules: Any) -> dict[str, Any]:
-    """Field metadata holding validation rules (min, max, choices, check)."""
+    """Field metadata holding validation rules (min, max, choices, check).
+
+    On a list, the rules apply to each item.
+    """
     return {"rules": rules}
 
 
@@ -56,13 +60,37 @@ def _uri_ok(value: str) -> str | None:
     return "must be tcp://HOST:PORT or unix://PATH"
 
 
+def _origin_ok(value: str) -> str | None:
+    like = "must be an origin like https://homeassistant.local:8123"
+    if "*" in value:
+        return f"{like} (no '*': list each origin)"
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"{like} (scheme http or https)"
+    if parts.path or "?" in value or "#" in value:
+        return f"{like} (no path, query, fragment or trailing '/')"
+    if not parts.hostname or "@" in parts.netloc or any(c.isspace() for c in value):
+        return f"{like} (scheme://host[:port])"
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or parts.netloc.endswith(":"):
+        return f"{like} (port between 1 and 65535)"
+    default = 443 if parts.scheme.lower() == "https" else 80
+    if port == default:
+        # Browsers leave the default port out of Origin, so this entry would never match.
+        return f"{like} (leave out the default port {default})"
+    return None
+
+
 @dataclass(frozen=True)
 class HttpConfig:
     """HTTP API listener."""
 
     host: str = "0.0.0.0"
     port: int = field(default=19000, metadata=_c(min=1, max=65535))
-    cors_origins: list[str] = field(default_factory=list)
+    cors_origins: list[str] = field(default_factory=list, metadata=_c(check=_origin_ok))
 
 
 @dataclass(frozen=True)
@@ -445,7 +473,7 @@ def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, 
         if not isinstance(value, list):
             raise _Invalid(path, f"must be a list, got {_describe(value)}")
         (item_tp,) = typing.get_args(tp)
-        return [_convert(item_tp, v, {}, (*path, str(i))) for i, v in enumerate(value)]
+        return [_convert(item_tp, v, rules, (*path, str(i))) for i, v in enumerate(value)]
     if origin is Literal:
         choices = typing.get_args(tp)
         if isinstance(value, bool) and "on" in choices and "off" in choices:

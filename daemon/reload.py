@@ -35,7 +35,7 @@ from .engines import Engines
 
 _LOGGER = logging.getLogger(__name__)
 
-RESTART_KEYS = ("http", "https", "webrtc", "wyoming.uri", "metrics")
+RESTART_KEYS = ("http.host", "http.port", "https", "webrtc", "wyoming.uri", "metrics")
 """Keys (and sections) that only take effect when the daemon restarts."""
 ENGINE_SECTIONS = ("state_dir", "models_dir", "asr", "vad", "tts", "llm", "voices", "limits")
 """Sections the engines are built from."""

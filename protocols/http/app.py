@@ -2,6 +2,8 @@
 
 Every route but ``/api/ping`` and ``/healthz`` needs the API key when
 ``auth.api_key`` is set (see :mod:`protocols.http.auth`), the docs included.
+Only the Home Assistant card's routes are open to other origins
+(``http.cors_origins``, see :mod:`protocols.http.cors`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from daemon import __version__
 from . import errors, metrics, openai_api, voices_api, willow, willow_chat, willow_speech
 from .auth import require_api_key
 from .common import BodyLimit, ServiceView
+from .cors import CardCors
 
 __all__ = ["ServiceView", "create_app"]
 
@@ -32,8 +35,10 @@ def create_app(service: ServiceView) -> FastAPI:
     app.state.service = service
     errors.install(app)
     app.add_middleware(BodyLimit, service=service)
-    # Outermost: counts 413s too. In-flight tracking stays on with metrics off.
+    # Around BodyLimit: counts 413s too. In-flight tracking stays on with metrics off.
     metrics.install(app, service, expose=service.config.metrics.enabled)
+    # Outermost: the card's CORS headers go on every response, errors included.
+    app.add_middleware(CardCors, service=service)
 
     @app.get("/api/ping", tags=["health"])
     async def ping() -> dict[str, str]:

@@ -17,6 +17,9 @@ from starlette.requests import HTTPConnection
 
 from .errors import HttpError
 
+BASIC_CHALLENGE = 'Basic realm="Hearth"'
+"""What a 401 asks for when the request sent no key header."""
+
 
 def offered_keys(headers: Mapping[str, str]) -> list[str]:
     """Every key a request offers, from the three accepted headers (lower-case names)."""
@@ -49,17 +52,29 @@ def key_matches(expected: str, offered: list[str]) -> bool:
     return found
 
 
+def offers_key_header(headers: Mapping[str, str]) -> bool:
+    """True when a request sent a key as ``X-API-Key`` or ``Authorization: Bearer``."""
+    scheme = (headers.get("authorization") or "").strip().partition(" ")[0]
+    return bool((headers.get("x-api-key") or "").strip()) or scheme.lower() == "bearer"
+
+
 def check_api_key(conn: HTTPConnection) -> None:
-    """Raise 401 unless the configured key is offered (no key configured: allow)."""
+    """Raise 401 unless the configured key is offered (no key configured: allow).
+
+    The Basic challenge goes only to requests that sent no key header: Willow
+    firmware needs it to retry with its URL credentials, while browsers would
+    pop up a login dialog for a script that sent a wrong key.
+    """
     expected = conn.app.state.service.config.auth.api_key
     if not expected:
         return
     if key_matches(expected, offered_keys(conn.headers)):
         return
+    challenge = {} if offers_key_header(conn.headers) else {"WWW-Authenticate": BASIC_CHALLENGE}
     raise HttpError(
         "unauthorized",
         "a valid API key is required (X-API-Key, Authorization: Bearer, or Basic password)",
-        headers={"WWW-Authenticate": 'Basic realm="Hearth"'},
+        headers=challenge,
     )
 
 

@@ -26,6 +26,7 @@ STATUS: dict[str, int] = {
     "invalid-request": 400,
     "invalid-voice": 400,
     "unauthorized": 401,
+    "cors-forbidden": 403,
     "unknown-model": 404,
     "unknown-voice": 404,
     "voice-not-authorized": 406,
