@@ -8,8 +8,10 @@ loopback (no mDNS-obfuscated candidates, loopback candidates allowed).
 from __future__ import annotations
 
 import shutil
+import time
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -64,3 +66,15 @@ def chrome(microphone_wav: Path | None = None, fake_ui: bool = True):  # noqa: A
         options.add_argument(f"--use-file-for-fake-audio-capture={microphone_wav}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def wait_for(driver: Any, script: str, timeout: float = 90) -> Any:
+    """Run ``script`` until it returns something truthy; fail with the browser's log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.2)
+    logs = [entry["message"] for entry in driver.get_log("browser")][-20:]
+    raise AssertionError(f"timed out waiting for: {script}\nbrowser log: {logs}")

@@ -32,7 +32,9 @@ class Daemon:
         mdns: bool = False,
         wyoming: str = "",
         env: dict[str, str] | None = None,
+        http: str = "",
     ) -> None:
+        """``http``: more keys of the ``http`` section (indented YAML lines)."""
         self.workdir = workdir
         self.env = env or {}
         """Extra environment (e.g. NOTIFY_SOCKET); systemd's own variables are dropped."""
@@ -47,7 +49,7 @@ class Daemon:
         )
         self.config_path.write_text(
             f"state_dir: {workdir / 'state'}\n"
-            f"http:\n  host: 127.0.0.1\n  port: {self.http_port}\n"
+            f"http:\n  host: 127.0.0.1\n  port: {self.http_port}\n{http}"
             f"https:\n  port: {self.https_port}\n"
             f"wyoming:\n  uri: tcp://127.0.0.1:{self.wyoming_port}\n{wyoming}" + mdns_yaml + extra
         )

@@ -13,7 +13,8 @@
 //   vad     ({speech})
 //   reply   ({text?, delta?, done?, interrupted?})
 //   audio   ({stream}) the reply audio stream (attach it to an <audio> element)
-//   error   ({code, message})  mic-denied, unauthorized, unreachable, server codes
+//   error   ({code, message})  mic-denied, no-microphone, insecure-context,
+//                              unauthorized, unreachable, disconnected, server codes
 //   log     ({message})
 
 const PING_MS = 30000;
@@ -39,6 +40,8 @@ export class HearthClient extends EventTarget {
     this._retries = 0;
     this._timer = null;
     this._ping = null;
+    this._epoch = 0; // bumped by connect() and close(): late awaits of an older attempt stop
+    this._pendingStart = null;
   }
 
   _emit(type, detail = {}) {
@@ -57,14 +60,26 @@ export class HearthClient extends EventTarget {
   /** Ask for the microphone and open the session. */
   async connect() {
     this._closing = false;
+    const epoch = ++this._epoch;
     this._setState(this._retries ? "reconnecting" : "connecting");
+    if (this.micTrack && this.micTrack.readyState === "ended") this._dropMicrophone();
     if (!this.micStream) {
+      if (!window.isSecureContext || !navigator.mediaDevices) {
+        this._fail(
+          "insecure-context",
+          `The microphone needs a secure page (HTTPS); this page is ${window.location.origin}.`,
+          false,
+        );
+        return;
+      }
+      let stream;
       try {
-        this.micStream = await navigator.mediaDevices.getUserMedia({
+        stream = await navigator.mediaDevices.getUserMedia({
           audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
           video: false,
         });
       } catch (err) {
+        if (epoch !== this._epoch) return;
         const denied = err && (err.name === "NotAllowedError" || err.name === "SecurityError");
         this._fail(
           denied ? "mic-denied" : "no-microphone",
@@ -75,18 +90,36 @@ export class HearthClient extends EventTarget {
         );
         return;
       }
+      if (epoch !== this._epoch) {
+        stream.getTracks().forEach((t) => t.stop()); // closed while the prompt was open
+        return;
+      }
+      this.micStream = stream;
+      // The microphone can end under us (unplugged, taken by a call): get it again.
+      stream.getAudioTracks()[0].addEventListener("ended", () => {
+        if (this.micStream !== stream || this._closing) return;
+        this._dropMicrophone();
+        this._fail("no-microphone", "The microphone stopped; reconnecting.", true);
+      });
     }
     try {
-      await this._negotiate();
+      await this._negotiate(epoch);
+      if (epoch !== this._epoch) return;
       this._retries = 0;
     } catch (err) {
+      if (epoch !== this._epoch) return; // closed or restarted meanwhile
       const code = err.code || "unreachable";
       const retry = code !== "unauthorized";
       this._fail(code, err.message || String(err), retry);
     }
   }
 
-  async _negotiate() {
+  _dropMicrophone() {
+    if (this.micStream) this.micStream.getTracks().forEach((t) => t.stop());
+    this.micStream = null;
+  }
+
+  async _negotiate(epoch) {
     this._teardown();
     const pc = new RTCPeerConnection({ iceServers: this.iceServers });
     this.pc = pc;
@@ -104,10 +137,17 @@ export class HearthClient extends EventTarget {
         this._fail("disconnected", "The connection to Hearth dropped.", true);
       }
     };
-    channel.onopen = () => {
+    channel.onopen = async () => {
+      const resume = this.mode; // before listeners of "connected" change it
       this._setState("connected");
       this._ping = setInterval(() => this.send({ type: "ping" }), PING_MS);
-      if (this.mode === "hands-free") this.send({ type: "listen", obj: this.options });
+      if (resume === "hands-free" && this.mode === "hands-free") {
+        // A reconnect while listening: resume where the old session was.
+        await this.sender.replaceTrack(this.micTrack);
+        this.send({ type: "listen", obj: this.options });
+      } else if (resume === "push-to-talk" && this.mode === "push-to-talk") {
+        this.mode = "idle"; // the utterance in progress went with the old session
+      }
     };
     channel.onclose = () => {
       if (channel === this.channel && !this._closing) {
@@ -116,9 +156,11 @@ export class HearthClient extends EventTarget {
     };
     channel.onmessage = (event) => this._onMessage(event.data);
 
+    const stale = () => epoch !== this._epoch || pc !== this.pc;
     await pc.setLocalDescription(await pc.createOffer());
     await waitForGathering(pc, GATHER_TIMEOUT_MS);
-    await this.sender.replaceTrack(null); // paused until the person talks
+    if (stale()) return;
+    await transceiver.sender.replaceTrack(null); // paused until the person talks
     const headers = { "Content-Type": "application/json" };
     if (this.apiKey) headers["X-API-Key"] = this.apiKey;
     let response;
@@ -131,6 +173,7 @@ export class HearthClient extends EventTarget {
     } catch (err) {
       throw codedError("unreachable", `Hearth is unreachable at ${this.url} (${err.message || err}).`);
     }
+    if (stale()) return;
     if (response.status === 401) {
       throw codedError("unauthorized", "Hearth refused the API key: check the key in the settings.");
     }
@@ -139,6 +182,7 @@ export class HearthClient extends EventTarget {
       const message = (body && (body.message || (body.error && (body.error.message || body.error)))) || response.statusText;
       throw codedError(body.code || `http-${response.status}`, `Hearth: ${message}`);
     }
+    if (stale()) return;
     this.sessionId = body.session;
     await pc.setRemoteDescription({ sdp: body.sdp, type: body.type });
   }
@@ -185,6 +229,7 @@ export class HearthClient extends EventTarget {
       this._setState("reconnecting");
       this._timer = setTimeout(() => this.connect(), delay);
     } else {
+      this._dropMicrophone(); // no recording indicator while nothing can be sent
       this._setState("error");
     }
   }
@@ -210,16 +255,30 @@ export class HearthClient extends EventTarget {
     return false;
   }
 
-  /** Push-to-talk: start sending the microphone. */
+  _requireSession() {
+    if (!this.sender || !this.channel || this.channel.readyState !== "open") {
+      throw codedError("not-connected", "Not connected to Hearth yet.");
+    }
+  }
+
+  /** Push-to-talk: start sending the microphone (stops a reply that is playing). */
   async startTalking(options = {}) {
+    this._requireSession();
     this.options = options;
     this.mode = "push-to-talk";
-    await this.sender.replaceTrack(this.micTrack);
-    this.send({ type: "start", obj: options });
+    this.send({ type: "start", obj: options }); // first: a quick release must find it sent
+    this._pendingStart = this.sender.replaceTrack(this.micTrack);
+    try {
+      await this._pendingStart;
+    } finally {
+      this._pendingStart = null;
+    }
   }
 
   /** Push-to-talk: the utterance is over; the transcript comes as a "final" event. */
   async stopTalking() {
+    if (this.mode !== "push-to-talk") return;
+    if (this._pendingStart) await this._pendingStart.catch(() => {});
     if (this.mode !== "push-to-talk") return;
     this.mode = "idle";
     this.send({ type: "stop" });
@@ -228,6 +287,7 @@ export class HearthClient extends EventTarget {
 
   /** Hands-free: the microphone stays on; Hearth finds each utterance. */
   async listen(options = {}) {
+    this._requireSession();
     this.options = options;
     this.mode = "hands-free";
     await this.sender.replaceTrack(this.micTrack);
@@ -241,12 +301,20 @@ export class HearthClient extends EventTarget {
     if (this.sender) await this.sender.replaceTrack(null);
   }
 
+  /** Speak text from elsewhere (e.g. Home Assistant's agent) with Hearth's TTS;
+   * the audio comes on the reply stream, a "reply" event ({text, done}) when queued. */
+  say(text, { voice } = {}) {
+    const obj = { text };
+    if (voice) obj.voice = voice;
+    return this.send({ type: "say", obj });
+  }
+
   /** Close the session for good. */
   close() {
     this._closing = true;
+    this._epoch += 1;
     this._teardown();
-    if (this.micStream) this.micStream.getTracks().forEach((t) => t.stop());
-    this.micStream = null;
+    this._dropMicrophone();
     this._setState("closed");
   }
 }

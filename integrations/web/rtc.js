@@ -77,7 +77,10 @@ const press = (event) => {
   event.preventDefault();
   if (!client || client.mode === "hands-free") return;
   talk.classList.add("active");
-  client.startTalking(options());
+  client.startTalking(options()).catch((err) => {
+    talk.classList.remove("active");
+    notice(err.message);
+  });
 };
 const release = (event) => {
   event.preventDefault();
@@ -93,7 +96,7 @@ talk.addEventListener("keyup", (e) => (e.key === " " || e.key === "Enter") && re
 
 $("handsfree").addEventListener("change", (e) => {
   if (!client) return;
-  if (e.target.checked) client.listen(options());
+  if (e.target.checked) client.listen(options()).catch((err) => notice(err.message));
   else client.mute();
   talk.disabled = e.target.checked;
 });

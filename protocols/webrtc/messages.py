@@ -1,8 +1,10 @@
 """Data-channel messages: JSON objects ``{"type", "message", "obj"}``.
 
 Client → server (WIS): ``start``, ``stop`` (``obj{model, beam_size,
-detect_language}``), ``ping``. Hearth adds ``listen`` / ``mute`` (hands-free) and,
-in ``start`` / ``listen``, ``obj{reply, voice, language}``.
+detect_language}``), ``ping``. Hearth adds ``listen`` / ``mute`` (hands-free),
+``obj{reply, speak, voice, language}`` in ``start`` / ``listen``, and ``say``
+(``obj{text, voice}``): speak text that came from elsewhere (Home Assistant's
+conversation agent) over the session's reply track.
 
 Server → client (WIS): ``infer`` (``obj{text}``), ``log``, ``error``, ``pong``.
 Hearth adds ``partial`` (``obj{text}``), ``vad`` (``obj{speech}``), ``reply``
@@ -18,7 +20,7 @@ from typing import Any
 from daemon.errors import HearthError, InvalidRequest
 
 MAX_MESSAGE_CHARS = 16 * 1024
-CLIENT_TYPES = ("start", "stop", "ping", "listen", "mute")
+CLIENT_TYPES = ("start", "stop", "ping", "listen", "mute", "say")
 
 
 @dataclass(frozen=True)
@@ -33,8 +35,12 @@ class Command:
     partials: bool | None = None
     """None: the daemon's asr.partials setting."""
     reply: bool = False
+    speak: bool = True
+    """With ``reply``: also speak it (false: the reply as text only)."""
     voice: str | None = None
     text: str = ""
+    say: str = ""
+    """What ``say`` speaks (its length is checked against the TTS limit)."""
 
 
 def parse(raw: str | bytes) -> Command:
@@ -81,6 +87,14 @@ def parse(raw: str | bytes) -> Command:
     partials = obj.get("partials")
     if partials is not None and not isinstance(partials, bool):
         raise InvalidRequest("obj.partials must be true or false")
+    speak = obj.get("speak", True)
+    if not isinstance(speak, bool):
+        raise InvalidRequest("obj.speak must be true or false")
+    say = obj.get("text", "") if kind == "say" else ""
+    if not isinstance(say, str):
+        raise InvalidRequest("obj.text must be a string")
+    if kind == "say" and not say.strip():
+        raise InvalidRequest("'say' needs obj.text to speak")
     text = data.get("message") if isinstance(data.get("message"), str) else ""
     return Command(
         type=kind,
@@ -89,8 +103,10 @@ def parse(raw: str | bytes) -> Command:
         language=language,
         partials=partials,
         reply=obj.get("reply") is True,
+        speak=speak,
         voice=voice,
         text=str(text)[:200],
+        say=say,
     )
 
 

@@ -1,7 +1,11 @@
-"""The browser page ``/rtc`` and the shared client module it loads.
+"""The browser pages ``/rtc`` and ``/enroll``, the shared client module, and the
+Home Assistant card.
 
-Static files from ``integrations/web`` (plain ES modules, no build step). The
-page itself needs no key: it asks for one when the API is protected.
+Static files from ``integrations/web`` and ``integrations/homeassistant`` (plain
+ES modules, no build step). The pages need no key: they ask for one when the API
+is protected. The card can be added to a dashboard straight from
+``/web/hearth-voice-card.js``; it loads ``/web/hearth-client.js`` from the Hearth
+it talks to (both cross-origin: see ``http.cors_origins``).
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ from fastapi.responses import Response
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
 
+JS = "text/javascript; charset=utf-8"
 FILES = {
-    "hearth-client.js": "text/javascript; charset=utf-8",
-    "rtc.js": "text/javascript; charset=utf-8",
-    "rtc.css": "text/css; charset=utf-8",
-    "enroll.js": "text/javascript; charset=utf-8",
+    "hearth-client.js": ("web", JS),
+    "rtc.js": ("web", JS),
+    "rtc.css": ("web", "text/css; charset=utf-8"),
+    "enroll.js": ("web", JS),
+    "hearth-voice-card.js": ("homeassistant", JS),
 }
+"""Served name → (folder under ``integrations``, content type)."""
 
 
-def _read(name: str) -> bytes:
-    return (importlib.resources.files("integrations") / "web" / name).read_bytes()
+def _read(name: str, folder: str = "web") -> bytes:
+    return (importlib.resources.files("integrations") / folder / name).read_bytes()
 
 
 @router.get("/rtc")
@@ -42,4 +49,7 @@ async def web_file(name: str) -> Response:
     """The page's scripts and styles."""
     if name not in FILES:
         raise HTTPException(404, "no such file")
-    return Response(_read(name), media_type=FILES[name], headers={"cache-control": "no-cache"})
+    folder, media_type = FILES[name]
+    return Response(
+        _read(name, folder), media_type=media_type, headers={"cache-control": "no-cache"}
+    )

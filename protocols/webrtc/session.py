@@ -23,10 +23,11 @@ from aiortc.rtp import RtcpByePacket
 from daemon import events as ev
 from daemon.asr.base import TranscribeOptions
 from daemon.engines import Engines
-from daemon.errors import HearthError, InvalidRequest
+from daemon.errors import Busy, HearthError, InvalidRequest
 from daemon.pipeline import PipelineRun
 from daemon.session import SessionOptions, SpeechSession
 from daemon.tts.base import SynthesisOptions
+from daemon.tts.service import TtsService
 
 from . import messages
 from .messages import Command
@@ -35,6 +36,9 @@ from .tracks import ReplyTrack, frame_pcm
 _LOGGER = logging.getLogger(__name__)
 
 MAX_PENDING_MESSAGES = 64
+SAY_BURST = 4
+"""``say`` requests a session may make at once; then one per SAY_INTERVAL_S."""
+SAY_INTERVAL_S = 2.0
 
 
 class RtcSession:
@@ -59,6 +63,8 @@ class RtcSession:
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(MAX_PENDING_MESSAGES)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reply: asyncio.Task[None] | None = None
+        self._say_tokens = float(SAY_BURST)
+        self._say_at = time.monotonic()
         self._closed = False
         self._spawn(self._process_messages(), "messages")
 
@@ -150,6 +156,7 @@ class RtcSession:
                 run = engines.pipeline.start(
                     text=final.text,
                     conversation_id=self.id,
+                    speak=command.speak,
                     tts_options=SynthesisOptions(voice=command.voice),
                 )
                 self._start_reply(run, transcript_sent=True)
@@ -224,6 +231,39 @@ class RtcSession:
         elif command.type == "mute":
             await self._end_speech()
             self.send(messages.message("state", {"mode": "idle"}))
+        elif command.type == "say":
+            self._say(command)
+
+    def _say(self, command: Command) -> None:
+        """Speak text from elsewhere (e.g. Home Assistant's agent) over the reply track."""
+        tts = self._engines().tts
+        if tts is None:
+            raise InvalidRequest("speaking needs TTS, which is not enabled")
+        options = SynthesisOptions(voice=command.voice)
+        tts.prepare(command.say, options)  # too long, empty, unknown voice: nothing plays
+        # A cancelled synthesis still finishes its sentence in a worker: a client
+        # sending 'say' in a loop must not keep every TTS worker busy.
+        now = time.monotonic()
+        self._say_tokens = min(SAY_BURST, self._say_tokens + (now - self._say_at) / SAY_INTERVAL_S)
+        self._say_at = now
+        if self._say_tokens < 1:
+            raise Busy(f"too many 'say' requests: one per {SAY_INTERVAL_S:g} s after a burst")
+        self._say_tokens -= 1
+        self._barge_in()
+        self.reply_track.clear()
+        self._reply = self._spawn(self._speak(tts, command.say, options), "say")
+
+    async def _speak(self, tts: TtsService, text: str, options: SynthesisOptions) -> None:
+        try:
+            async for block in tts.stream_cached(text, options):
+                self.reply_track.play(block.pcm, block.rate)
+            self.reply_track.flush()
+            self.send(messages.message("reply", {"text": text, "done": True}))
+        except HearthError as exc:
+            self.send(messages.error(exc))
+        except Exception:  # noqa: BLE001 - the session lives on; the client hears why
+            _LOGGER.exception("[%s] speaking failed", self.id)
+            self.send(messages.message("error", {"code": "internal-error"}, "internal error"))
 
     def _session_options(self, command: Command, hands_free: bool) -> tuple[str | None, Any]:
         engines = self._engines()
@@ -242,9 +282,10 @@ class RtcSession:
         if command.reply:
             if engines.pipeline is None:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")
-            if engines.tts is not None:
+            if engines.tts is not None and command.speak:
                 engines.tts.check_voice(SynthesisOptions(voice=command.voice))
         await self._end_speech()
+        self._barge_in()  # talking again stops the reply that is playing
         self.command = command
         self.speech = engines.new_session(model, options)
         self.mode = "hands-free" if hands_free else "push-to-talk"
@@ -253,6 +294,7 @@ class RtcSession:
             self.run = engines.pipeline.start(
                 session=self.speech,
                 conversation_id=self.id,
+                speak=command.speak,
                 tts_options=SynthesisOptions(voice=command.voice),
             )
         self.send(messages.message("state", {"mode": self.mode}))

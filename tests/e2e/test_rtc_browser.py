@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.browser import ARTIFACTS, chrome, chromium_or_skip, write_wav
+from tests.browser import ARTIFACTS, chrome, chromium_or_skip, wait_for, write_wav
 from tests.daemon import Daemon
 from tests.helpers import silence, words
 
@@ -24,17 +24,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory):
     finally:
         out = d.stop()
     assert d.returncode == 0, out
-
-
-def wait_for(driver, script: str, timeout: float = 90):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.25)
-    logs = [entry["message"] for entry in driver.get_log("browser")][-20:]
-    raise AssertionError(f"timed out waiting for: {script}\nbrowser log: {logs}")
 
 
 def test_the_rtc_page_transcribes_the_microphone_over_https(daemon, kitchen, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 
 from daemon.asr.base import TranscribeOptions
 from daemon.audio import pcm_to_float, resample_pcm
+from protocols.webrtc.session import SAY_BURST
 from tests.daemon import Daemon
 from tests.helpers import silence, words
 from tests.webrtc_client import RtcClient
@@ -134,6 +135,66 @@ async def test_the_reply_track_speaks_the_reply_text(daemon, engines, speak):
         await client.close()
 
 
+async def wait_for_reply_audio(client: RtcClient) -> bytes:
+    """Reply audio once it has stopped arriving, at 16 kHz."""
+    for _ in range(100):
+        before = len(client.reply_pcm)
+        await asyncio.sleep(0.5)
+        if before and len(client.reply_pcm) == before:
+            break
+    return resample_pcm(bytes(client.reply_pcm), client.reply_rate, 16000)
+
+
+async def test_say_speaks_text_from_elsewhere_and_talking_interrupts_it(daemon, engines, speak):
+    """The Home Assistant card's path: its agent's answer is spoken over the reply track."""
+    client = await connected(daemon)
+    try:
+        text = "The kitchen lights are on. Anything else?"
+        client.send("say", text=text)
+        done = await client.expect("reply")
+        assert done["obj"] == {"text": text, "done": True}
+        audio = await wait_for_reply_audio(client)
+        assert len(audio) > 16000
+        heard = engines.asr[engines.config.asr.default_model].transcribe(
+            pcm_to_float(audio), TranscribeOptions(language="en")
+        )
+        assert words(heard.text) == words(text), heard.text
+        # A long answer, cut short by the person pressing talk again.
+        mark = len(client.reply_pcm)
+        client.send("say", text="One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.")
+        assert (await client.expect("reply"))["obj"]["done"]  # all of it is queued
+        for _ in range(400):
+            if len(client.reply_pcm) > mark:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        client.send("start")
+        interrupted = await client.expect("reply")
+        assert interrupted["obj"] == {"done": True, "interrupted": True}
+        await client.expect("state")
+        await asyncio.sleep(1.0)
+        sent = len(client.reply_pcm)
+        await asyncio.sleep(1.0)
+        assert len(client.reply_pcm) == sent  # playback stopped
+    finally:
+        await client.close()
+
+
+async def test_say_in_a_loop_is_refused_after_a_burst(daemon):
+    client = await connected(daemon)
+    try:
+        for i in range(SAY_BURST + 2):
+            client.send("say", text=f"Number {i}.")
+        await asyncio.sleep(3.0)
+        errors = [m for m in client.received if m["type"] == "error"]
+        assert [e["obj"]["code"] for e in errors] == ["busy", "busy"]
+        assert "too many 'say' requests" in errors[0]["message"]
+        client.send("ping")
+        await client.expect("pong")
+    finally:
+        await client.close()
+
+
 async def test_bad_messages_get_errors_and_the_session_lives_on(daemon):
     client = await connected(daemon)
     try:
@@ -146,6 +207,10 @@ async def test_bad_messages_get_errors_and_the_session_lives_on(daemon):
             ('{"type": "stop"}', "invalid-request"),
             ('{"type": "start", "obj": {"reply": true, "voice": "nobody"}}', "unknown-voice"),
             ("x" * 20000, "invalid-request"),
+            ('{"type": "say"}', "invalid-request"),
+            ('{"type": "say", "obj": {"text": 5}}', "invalid-request"),
+            ('{"type": "say", "obj": {"text": "Hi.", "voice": "nobody"}}', "unknown-voice"),
+            ('{"type": "say", "obj": {"text": "' + "a" * 15000 + '"}}', "text-too-long"),
         ]:
             client.send_raw(raw)
             error = await client.expect("error", timeout=10)

@@ -1,0 +1,66 @@
+"""A stand-in Home Assistant dashboard for the card's browser tests and benchmarks.
+
+A small web server on its own origin serves the card as Home Assistant serves
+``/config/www`` (``/local/...``), a test page (tests/data/ha-card-page.html) that
+mounts it with a stub ``hass`` and a fake microphone, and that microphone's WAV.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+CARD = ROOT / "integrations" / "homeassistant" / "hearth-voice-card.js"
+PAGE = ROOT / "tests" / "data" / "ha-card-page.html"
+
+
+class Dashboard:
+    """The stand-in dashboard's web server (its own origin)."""
+
+    def __init__(self, mic_wav: Path) -> None:
+        self.port = free_port()
+        files = {
+            "/": (PAGE, "text/html"),
+            "/local/hearth-voice-card.js": (CARD, "text/javascript"),
+            "/mic.wav": (mic_wav, "audio/wav"),
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                path = urllib.parse.urlsplit(self.path).path
+                if path not in files:
+                    self.send_error(404)
+                    return
+                file, kind = files[path]
+                body = file.read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def page(self, host: str = "127.0.0.1", **query: Any) -> str:
+        encoded = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in query.items()}
+        return f"http://{host}:{self.port}/?{urllib.parse.urlencode(encoded)}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
