@@ -55,12 +55,14 @@ format: $(STAMP)
 test: $(STAMP) train-deps lint browser systemd-tools
 	$(BIN)/python -m pytest -q -ra
 
-# Headless Chromium for the browser-page tests (Debian packages; installed when root).
+# Headless Chromium and Firefox for the browser tests (Debian packages; installed when root).
+BROWSERS = chromium chromium-driver firefox-esr
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q chromium chromium-driver || \
-		{ apt-get update -q && apt-get install -y -q chromium chromium-driver; }; }; } || \
-		echo "chromium/chromedriver missing and not root: browser tests will be skipped"
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
+		command -v firefox-esr >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q $(BROWSERS) || \
+		{ apt-get update -q && apt-get install -y -q $(BROWSERS); }; }; } || \
+		echo "chromium/chromedriver/firefox-esr missing and not root: browser tests will be skipped"
 
 # systemd-analyze for the unit-file tests (Debian package; installed when root).
 systemd-tools:

@@ -7,7 +7,10 @@ loopback (no mDNS-obfuscated candidates, loopback candidates allowed).
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import time
 import wave
 from pathlib import Path
@@ -78,3 +81,39 @@ def wait_for(driver: Any, script: str, timeout: float = 90) -> Any:
         time.sleep(0.2)
     logs = [entry["message"] for entry in driver.get_log("browser")][-20:]
     raise AssertionError(f"timed out waiting for: {script}\nbrowser log: {logs}")
+
+
+FIREFOX_PREFS = {
+    "media.autoplay.default": 0,  # allowed: the page plays the answer without a click
+    "media.autoplay.block-webaudio": False,
+    "media.autoplay.blocking_policy": 0,
+    "media.cubeb.force_null_context": True,  # no sound device here: a silent sink
+    "media.peerconnection.ice.loopback": True,  # media on 127.0.0.1
+    "media.peerconnection.ice.obfuscate_host_addresses": False,
+    "media.navigator.permission.disabled": True,
+    "browser.shell.checkDefaultBrowser": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.reportingpolicy.firstRun": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "app.update.auto": False,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+}
+
+
+def firefox(url: str, profile: Path) -> subprocess.Popen[bytes]:
+    """Headless Firefox (Debian's firefox-esr) on ``url``, with no WebDriver: the page
+    drives itself and reports back (see tests/data/ha-card-page.html, ?autotest=1)."""
+    browser = shutil.which("firefox-esr") or shutil.which("firefox")
+    if not browser:
+        pytest.skip("needs Debian's firefox-esr (make test installs it as root)")
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "user.js").write_text(
+        "".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n" for k, v in FIREFOX_PREFS.items())
+    )
+    return subprocess.Popen(
+        [browser, "--headless", "--no-remote", "--profile", str(profile), url],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ | {"MOZ_HEADLESS": "1", "HOME": str(profile)},
+    )

@@ -8,6 +8,7 @@ mounts it with a stub ``hass`` and a fake microphone, and that microphone's WAV.
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,8 @@ from tests.helpers import free_port
 ROOT = Path(__file__).resolve().parents[1]
 CARD = ROOT / "integrations" / "homeassistant" / "hearth-voice-card.js"
 PAGE = ROOT / "tests" / "data" / "ha-card-page.html"
+MAX_RESULT = 4 * 1024 * 1024
+"""Bytes a page may report (a recording of the answer, base64)."""
 
 
 class Dashboard:
@@ -26,6 +29,8 @@ class Dashboard:
 
     def __init__(self, mic_wav: Path) -> None:
         self.port = free_port()
+        self.results: queue.Queue[dict[str, Any]] = queue.Queue()
+        outer = self
         files = {
             "/": (PAGE, "text/html"),
             "/local/hearth-voice-card.js": (CARD, "text/javascript"),
@@ -46,6 +51,16 @@ class Dashboard:
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                # /result: what a self-driving page (?autotest=1) reports.
+                length = int(self.headers.get("Content-Length") or 0)
+                if urllib.parse.urlsplit(self.path).path != "/result" or length > MAX_RESULT:
+                    self.send_error(404 if length <= MAX_RESULT else 413)
+                    return
+                outer.results.put(json.loads(self.rfile.read(length) or b"{}"))
+                self.send_response(204)
+                self.end_headers()
 
             def log_message(self, *args: Any) -> None:
                 pass

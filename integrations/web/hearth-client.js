@@ -94,6 +94,10 @@ export class HearthClient extends EventTarget {
         stream.getTracks().forEach((t) => t.stop()); // closed while the prompt was open
         return;
       }
+      if (!stream.getAudioTracks().length) {
+        this._fail("no-microphone", "The microphone gave no audio.", false);
+        return;
+      }
       this.micStream = stream;
       // The microphone can end under us (unplugged, taken by a call): get it again.
       stream.getAudioTracks()[0].addEventListener("ended", () => {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import pathlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 
 from daemon.asr.base import TranscribeOptions
 from daemon.audio import pcm_to_float
-from tests.browser import ARTIFACTS, chrome, chromium_or_skip, wait_for, write_wav
+from tests.browser import ARTIFACTS, chrome, chromium_or_skip, firefox, wait_for, write_wav
 from tests.daemon import Daemon
 from tests.dashboard import Dashboard
 from tests.helpers import silence, words
@@ -398,3 +399,30 @@ def test_the_editor_preview_opens_no_session(daemon: Daemon, dashboard: Dashboar
         assert sessions_opened(daemon) == before
     finally:
         driver.quit()
+
+
+def test_the_card_works_in_firefox(
+    daemon: Daemon, dashboard: Dashboard, tmp_path: pathlib.Path, engines: Any
+) -> None:
+    """Firefox runs without a WebDriver: the page drives one exchange and reports."""
+    while not dashboard.results.empty():
+        dashboard.results.get_nowait()
+    # Plain HTTP to Hearth: this Firefox profile does not trust its certificate.
+    url = dashboard.page(autotest="1", config={"url": daemon.url, "api_key": KEY})
+    browser = firefox(url, tmp_path / "firefox")
+    try:
+        result = dashboard.results.get(timeout=90)
+    finally:
+        browser.terminate()
+        browser.wait(30)
+    assert result["ok"], repr(result)[:2000]
+    assert "Firefox" in result["userAgent"]
+    assert words(result["text"]) == words("Turn on the kitchen lights.")
+    assert result["reply"] == ANSWER
+    assert result["sameSession"]
+    # Headless Firefox has no sound device, so no Web Audio: the page recorded the
+    # answer's stream instead, and Whisper hears the stub's words in it.
+    heard = engines.asr[engines.config.asr.default_model].transcribe(
+        webm_to_pcm16k(base64.b64decode(result["recording"])), TranscribeOptions(language="en")
+    )
+    assert words(heard.text) == words(ANSWER), heard.text
