@@ -36,11 +36,10 @@ from bench.results import machine, write_section  # noqa: E402
 from bench.webrtc_bench import speak  # noqa: E402
 from tests.browser import chrome, wait_for, write_wav  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
-from tests.dashboard import Dashboard  # noqa: E402
+from tests.dashboard import SHADOW, Dashboard, hold_to_talk  # noqa: E402
 from tests.helpers import silence, words  # noqa: E402
 
 KEY = "bench-key"
-SHADOW = "const $ = (s) => card.shadowRoot.querySelector(s);"
 ANSWERS = [  # three sentences, as conversation agents with an LLM tend to answer
     "The kitchen lights are on. I also dimmed the hallway to forty percent, as you "
     "usually like it in the evening. Number {i}, anything else?",
@@ -69,24 +68,6 @@ card.client.pc.getStats().then((stats) => {
   }
   done(null);
 });"""
-
-
-def talk(driver: Any) -> float:
-    """Hold to talk while the fake microphone speaks; page time of the release (ms)."""
-    return driver.execute_async_script(
-        f"""const done = arguments[arguments.length - 1]; {SHADOW}
-        const talk = $('.talk');
-        talk.dispatchEvent(new PointerEvent('pointerdown', {{bubbles: true, pointerId: 7}}));
-        setTimeout(async () => {{
-          await mic.say();
-          setTimeout(() => {{
-            markAudio();
-            const at = performance.now();
-            talk.dispatchEvent(new PointerEvent('pointerup', {{bubbles: true, pointerId: 7}}));
-            done(at);
-          }}, 300);
-        }}, 300);"""
-    )
 
 
 def median(values: list[float]) -> float:
@@ -126,7 +107,7 @@ def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s
             answer = ANSWERS[i % 2].format(i=i)
             driver.execute_script("window.answer = arguments[0];", answer)
             calls = driver.execute_script("return calls.length")
-            released = talk(driver)
+            released = hold_to_talk(driver)
             wait_for(driver, f"return calls.length > {calls}", timeout=60)
             called = driver.execute_script("return callTimes[callTimes.length - 1]")
             text = driver.execute_script("return calls[calls.length - 1].input.text")

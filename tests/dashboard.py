@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.browser import wait_for
 from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,3 +80,33 @@ class Dashboard:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+SHADOW = "const $ = (s) => card.shadowRoot.querySelector(s);"
+"""Script prefix: ``$`` queries the mounted card's shadow root."""
+
+
+def hold_to_talk(driver: Any) -> float:
+    """Press the card's button, let the fake microphone say its WAV, release.
+
+    Returns the page's clock (ms) at the release; ``markAudio()`` runs just before it.
+    """
+    return driver.execute_async_script(
+        f"""const done = arguments[arguments.length - 1]; {SHADOW}
+        const talk = $('.talk');
+        talk.dispatchEvent(new PointerEvent('pointerdown', {{bubbles: true, pointerId: 7}}));
+        setTimeout(async () => {{
+          await mic.say();
+          setTimeout(() => {{
+            if (window.markAudio) markAudio();
+            const at = performance.now();
+            talk.dispatchEvent(new PointerEvent('pointerup', {{bubbles: true, pointerId: 7}}));
+            done(at);
+          }}, 300);
+        }}, 300);"""
+    )
+
+
+def shown_error(driver: Any) -> str:
+    """The card's error banner, once it shows."""
+    return wait_for(driver, f"{SHADOW} const e = $('.error'); return !e.hidden && e.textContent")

@@ -24,7 +24,7 @@ from daemon.asr.base import TranscribeOptions
 from daemon.audio import pcm_to_float
 from tests.browser import ARTIFACTS, chrome, chromium_or_skip, firefox, wait_for, write_wav
 from tests.daemon import Daemon
-from tests.dashboard import Dashboard
+from tests.dashboard import SHADOW, Dashboard, hold_to_talk, shown_error
 from tests.helpers import silence, words
 
 pytestmark = pytest.mark.e2e
@@ -53,9 +53,6 @@ def daemon(dashboard: Dashboard, tmp_path_factory: pytest.TempPathFactory) -> It
     yield from Daemon(tmp_path_factory.mktemp("ha-card"), extra, http=cors).serve()
 
 
-SHADOW = "const $ = (s) => card.shadowRoot.querySelector(s);"
-
-
 def card_state(driver: Any) -> str:
     return driver.execute_script(f"{SHADOW} return $('.state').dataset.state")
 
@@ -69,22 +66,6 @@ def open_card(driver: Any, dashboard: Dashboard, daemon: Daemon, **config: Any) 
     settings = {"url": daemon.https_url, "api_key": KEY} | config
     load(driver, dashboard.page(config=settings))
     wait_for(driver, f"{SHADOW} return $('.state').dataset.state === 'connected'")
-
-
-def hold_to_talk(driver: Any) -> None:
-    """Press the button, let the fake microphone say its WAV, release."""
-    driver.execute_async_script(
-        f"""const done = arguments[arguments.length - 1]; {SHADOW}
-        const talk = $('.talk');
-        talk.dispatchEvent(new PointerEvent('pointerdown', {{bubbles: true, pointerId: 7}}));
-        setTimeout(async () => {{
-          await mic.say();
-          setTimeout(() => {{
-            talk.dispatchEvent(new PointerEvent('pointerup', {{bubbles: true, pointerId: 7}}));
-            done();
-          }}, 300);
-        }}, 300);"""
-    )
 
 
 def sessions_opened(daemon: Daemon) -> int:
@@ -236,9 +217,7 @@ def test_a_wrong_key_is_explained(daemon: Daemon, dashboard: Dashboard) -> None:
     driver = chrome()
     try:
         load(driver, dashboard.page(config={"url": daemon.https_url, "api_key": "not-the-key"}))
-        error = wait_for(
-            driver, f"{SHADOW} const e = $('.error'); return !e.hidden && e.textContent"
-        )
+        error = shown_error(driver)
         assert "refused the API key" in error and "auth.api_key" in error
         assert driver.execute_script(f"{SHADOW} return $('.error').dataset.code") == "unauthorized"
         time.sleep(3)
@@ -261,9 +240,7 @@ def test_an_origin_not_in_cors_origins_is_refused_and_explained(
             driver,
             dashboard.page(host="localhost", config={"url": daemon.https_url, "api_key": KEY}),
         )
-        error = wait_for(
-            driver, f"{SHADOW} const e = $('.error'); return !e.hidden && e.textContent"
-        )
+        error = shown_error(driver)
         assert f"http://localhost:{dashboard.port} is listed in its http.cors_origins" in error
         assert card_state(driver) == "reconnecting"
     finally:
@@ -274,9 +251,7 @@ def test_a_denied_microphone_is_explained(daemon: Daemon, dashboard: Dashboard) 
     driver = chrome(fake_ui=False)  # headless denies the permission prompt
     try:
         load(driver, dashboard.page(mic="device", config={"url": daemon.https_url, "api_key": KEY}))
-        error = wait_for(
-            driver, f"{SHADOW} const e = $('.error'); return !e.hidden && e.textContent"
-        )
+        error = shown_error(driver)
         assert "Microphone access was denied" in error
         assert card_state(driver) == "error"
     finally:
