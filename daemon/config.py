@@ -334,30 +334,26 @@ class Config:
     @property
     def models_path(self) -> Path:
         """Where downloaded models are stored."""
-        if self.models_dir:
-            return Path(os.path.expanduser(self.models_dir))
-        return self.state_path / "models"
+        return self._dir(self.models_dir, "models")
 
     @property
     def voices_path(self) -> Path:
         """Where user voices live."""
-        if self.voices.dir:
-            return Path(os.path.expanduser(self.voices.dir))
-        return self.state_path / "voices"
+        return self._dir(self.voices.dir, "voices")
 
     @property
     def enroll_path(self) -> Path:
         """Where enrollment recordings (datasets) are kept."""
-        if self.voices.enroll_dir:
-            return Path(os.path.expanduser(self.voices.enroll_dir))
-        return self.state_path / "enroll"
+        return self._dir(self.voices.enroll_dir, "enroll")
 
     @property
     def training_path(self) -> Path:
         """Where training jobs keep checkpoints and progress."""
-        if self.voices.train_dir:
-            return Path(os.path.expanduser(self.voices.train_dir))
-        return self.state_path / "training"
+        return self._dir(self.voices.train_dir, "training")
+
+    def _dir(self, configured: str, default: str) -> Path:
+        """``configured`` (``~`` expanded) if set, else ``default`` in the state directory."""
+        return Path(os.path.expanduser(configured)) if configured else self.state_path / default
 
     @property
     def tls_path(self) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import functools
 import logging
 import math
 import os
@@ -31,8 +31,10 @@ from .audio import RATE, decode_file, pcm_to_float, resample_pcm
 from .config import Config
 from .engines import Engines
 from .errors import InvalidAudio, InvalidRequest
+from .jsonfile import read_json, write_atomic, write_json
 from .locks import exclusive
 from .prompts import load_prompts
+from .vad.base import Vad
 from .voices import check_name
 
 _LOGGER = logging.getLogger(__name__)
@@ -118,22 +120,32 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     return row[-1] / len(ref)
 
 
+def _prepare(data: bytes | np.ndarray, max_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """A take (a file, or int16 at DATASET_RATE) at DATASET_RATE and at 16 kHz."""
+    audio = decode_file(data, max_s, DATASET_RATE) if isinstance(data, bytes) else data
+    pcm16 = resample_pcm(audio.tobytes(), DATASET_RATE, RATE)
+    return audio, np.frombuffer(pcm16, dtype=np.int16)
+
+
+def _speech_measures(vad: Vad, samples: np.ndarray) -> Measures:
+    """VAD flags and the measurements of 16 kHz ``samples`` (runs in the VAD pool)."""
+    return measure(samples, vad.speech_flags(samples), vad.frame_samples)
+
+
 async def check_take(
-    engines: Engines, config: Config, audio: np.ndarray, prompt: str | None
+    engines: Engines, config: Config, audio: np.ndarray, samples: np.ndarray, prompt: str | None
 ) -> tuple[TakeCheck, np.ndarray]:
-    """Check a take (int16 at DATASET_RATE); returns the result and the trimmed audio.
+    """Check a take (int16 at DATASET_RATE, and ``samples`` at 16 kHz); returns the
+    result and the trimmed audio.
 
     With ``prompt`` None (a free recording), the transcript becomes the take's text.
     """
     started = time.perf_counter()
     voices = config.voices
-    pcm16 = resample_pcm(audio.tobytes(), DATASET_RATE, RATE)
-    samples = np.frombuffer(pcm16, dtype=np.int16)
     vad = engines.vad
     if vad is None:
         raise InvalidRequest("enrollment needs the VAD engine, which is not loaded")
-    flags = await engines.vad_pool.run(vad.speech_flags, samples)
-    m = measure(samples, flags, vad.frame_samples)
+    m = await engines.vad_pool.run(_speech_measures, vad, samples)
     problems = []
     if m.clipped_percent > voices.max_clipped_percent:
         problems.append(
@@ -189,6 +201,20 @@ async def check_take(
     return check, trimmed
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_prompts(path: str, mtime_ns: int) -> tuple[str, ...]:
+    """The prompts of ``path`` as of ``mtime_ns`` (the key that invalidates the cache)."""
+    return tuple(load_prompts(path))
+
+
+def _prompts(path: str) -> list[str]:
+    """``load_prompts(path)``, parsed again only when the file changes."""
+    if not path:
+        return load_prompts(path)
+    mtime_ns = Path(path).expanduser().stat().st_mtime_ns
+    return list(_cached_prompts(path, mtime_ns))
+
+
 class Enrollment:
     """One person's dataset under ``<enroll_dir>/<name>``."""
 
@@ -197,24 +223,16 @@ class Enrollment:
         self.config = config
         self.name = name
         self.folder = config.enroll_path / name
-        self.prompts = load_prompts(config.voices.prompts_file)
+        self.prompts = _prompts(config.voices.prompts_file)
 
     @property
     def wavs(self) -> Path:
         """Folder of the accepted takes."""
         return self.folder / "wavs"
 
-    def exists(self) -> bool:
-        """Whether any take was ever stored for this name."""
-        return (self.folder / TAKES).is_file()
-
     def takes(self) -> dict[str, dict[str, Any]]:
         """Accepted takes by id."""
-        try:
-            data = json.loads((self.folder / TAKES).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_json(self.folder / TAKES)
 
     def prompt(self, index: int) -> str:
         """Prompt ``index``; InvalidRequest when out of range."""
@@ -284,13 +302,9 @@ class Enrollment:
             (self.wavs / f"{take_id}.wav").unlink(missing_ok=True)
 
     def _write(self, takes: dict[str, dict[str, Any]]) -> None:
-        for filename, text in (
-            (TAKES, json.dumps(takes, indent=2)),
-            ("metadata.csv", "".join(f"{i}|{t['text']}\n" for i, t in sorted(takes.items()))),
-        ):
-            tmp = self.folder / f".{filename}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self.folder / filename)
+        write_json(self.folder / TAKES, takes)
+        metadata = "".join(f"{i}|{t['text']}\n" for i, t in sorted(takes.items()))
+        write_atomic(self.folder / "metadata.csv", metadata.encode("utf-8"))
 
     async def add_take(
         self, engines: Engines, data: bytes | np.ndarray, index: int | None
@@ -300,14 +314,11 @@ class Enrollment:
         ``data`` is a file in any format PyAV reads, or int16 samples at DATASET_RATE.
         """
         prompt = None if index is None else self.prompt(index)
-        if isinstance(data, bytes):
-            max_s = self.config.voices.max_take_s + 30
-            audio = await asyncio.to_thread(decode_file, data, max_s, DATASET_RATE)
-        else:
-            audio = data
+        max_s = self.config.voices.max_take_s + 30
+        audio, samples = await asyncio.to_thread(_prepare, data, max_s)
         if audio.size < DATASET_RATE // 4:
             raise InvalidAudio("the take is shorter than a quarter of a second")
-        check, trimmed = await check_take(engines, self.config, audio, prompt)
+        check, trimmed = await check_take(engines, self.config, audio, samples, prompt)
         _LOGGER.info(
             "Take %s/%s %s in %.0f ms%s",
             self.name,

@@ -6,7 +6,7 @@ key. Three kinds of change:
 * **live**: read per request or applied to a running object (API key, Willow
   settings, log level, Wyoming limits, mDNS name, request timeouts): in effect
   at once;
-* **engines**: models, voices, VAD, queues, session limits: a new
+* **engines**: models, the voice folder, VAD, queues, session limits: a new
   :class:`~daemon.engines.Engines` is built beside the running one, taking over
   every model whose settings did not change, and swapped in when warm;
 * **restart**: listener addresses and ports, TLS, WebRTC, /metrics on or off:
@@ -37,14 +37,13 @@ _LOGGER = logging.getLogger(__name__)
 
 RESTART_KEYS = ("http.host", "http.port", "https", "webrtc", "wyoming.uri", "metrics")
 """Keys (and sections) that only take effect when the daemon restarts."""
-ENGINE_SECTIONS = ("state_dir", "models_dir", "asr", "vad", "tts", "llm", "voices", "limits")
-"""Sections the engines are built from."""
+ENGINE_SECTIONS = ("state_dir", "models_dir", "asr", "vad", "tts", "llm", "voices.dir", "limits")
+"""Sections (and keys) the engines are built from."""
 ENGINE_FREE = (
     "limits.request_timeout_s",
     "limits.shutdown_grace_s",
     "limits.max_upload_mb",
     "limits.max_file_audio_s",
-    "voices.max_upload_mb",
 )
 """Keys in those sections that the engines never read (routes read them per request)."""
 

@@ -21,7 +21,7 @@ import math
 import platform
 import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +81,6 @@ class HearthService:
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
         self.metrics = Metrics(self._metrics_snapshot)
-        self.session_counters: dict[str, Callable[[], int]] = {}
-        """Active sessions per protocol for /metrics; see :meth:`register_sessions`."""
         self._servers: list[Any] = []
         self._stopping: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
@@ -107,15 +105,10 @@ class HearthService:
             details["engines"] = self.engines.describe()
         return self.state is ServiceState.READY, details
 
-    def register_sessions(self, protocol: str, count: Callable[[], int]) -> None:
-        """Report ``count()`` as the active sessions of ``protocol`` in /metrics."""
-        self.session_counters[protocol] = count
-
     def _metrics_snapshot(self) -> ServiceSnapshot:
         sessions = {"willow": 0, "openai": 0} | self.inflight.active()
         sessions["wyoming"] = self.wyoming.connections if self.wyoming is not None else 0
-        for protocol, count in self.session_counters.items():
-            sessions[protocol] = count()
+        sessions["webrtc"] = len(self.rtc.sessions) if self.rtc is not None else 0
         states = tuple(s.value for s in ServiceState)
         return ServiceSnapshot(self.state.value, states, self.engines, sessions)
 
@@ -209,7 +202,6 @@ class HearthService:
         # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
         self.rtc = RtcManager(self.config.webrtc, self.current_engines)
         app.state.rtc = self.rtc
-        self.register_sessions("webrtc", lambda: len(self.rtc.sessions) if self.rtc else 0)
         http = self.config.http
         server = DaemonServer(self._uvicorn_config(app, http.port), on_stop=self._begin_stop)
         self._servers = [server]
@@ -364,6 +356,7 @@ class HearthService:
         """Swap in the new config (and engines); no await: requests see one or the other."""
         old = self.config
         self.config = plan.config
+        self.training.reconfigure(plan.config)
         if engines is not None and self.engines is not None:
             previous, self.engines = self.engines, engines
             self.inflight.generation += 1

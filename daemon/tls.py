@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import logging
-import os
 import socket
 from pathlib import Path
 
 from .config import Config
 from .errors import ConfigError
+from .jsonfile import write_atomic
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -95,17 +95,9 @@ def _generate(cert: Path, key: Path, addresses: list[str] | None) -> None:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    _write_atomic(key, key_pem, 0o600)
-    _write_atomic(cert, certificate.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_atomic(key, key_pem, 0o600)
+    write_atomic(cert, certificate.public_bytes(serialization.Encoding.PEM))
     _LOGGER.info("Generated a self-signed certificate %s (SHA-256 %s)", cert, fingerprint(cert))
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
 
 
 def fingerprint(cert: Path) -> str:

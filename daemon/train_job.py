@@ -11,7 +11,6 @@ Only this module imports torch, and only when it runs as a job.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -22,28 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from .jsonfile import read_json, write_json
+
 _LOGGER = logging.getLogger("hearth.train")
 JOB = "job.json"
 CANCEL = "cancel"
 """Marker file: the job was cancelled on purpose."""
 PROGRESS = "progress.json"
 ONNX_CONFIG = "config.json"
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace ``path`` atomically (readers never see half a file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; empty when missing or unreadable."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def maximum_path(paths: np.ndarray, values: np.ndarray, t_ys: np.ndarray, t_xs: np.ndarray) -> None:
@@ -226,8 +211,6 @@ def export(job_dir: Path, checkpoint: Path) -> Path:
     runs here with the TorchScript one (``dynamo=False``) as torch's default;
     everything else is Piper's. This runs in the job's own process.
     """
-    import sys
-
     import torch
     from piper.train import export_onnx
 

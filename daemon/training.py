@@ -26,8 +26,9 @@ from typing import Any
 from .config import Config
 from .enroll import DATASET_RATE, Enrollment
 from .errors import Busy, InvalidRequest, TrainingUnavailable, VoiceExists
+from .jsonfile import read_json, write_json
 from .locks import exclusive
-from .train_job import CANCEL, JOB, PROGRESS, read_json, write_json
+from .train_job import CANCEL, JOB, PROGRESS
 from .voices import VoiceStore, check_name
 
 _LOGGER = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ class Training:
         self.config = config
         self.root = config.training_path
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def reconfigure(self, config: Config) -> None:
+        """Follow a reloaded configuration; jobs already started go on."""
+        self.config = config
+        self.root = config.training_path
 
     def job_dir(self, name: str) -> Path:
         """Folder of ``name``'s job."""
@@ -262,9 +268,3 @@ class Training:
                 self._spawn(job["name"])
                 resumed.append(job["name"])
         return resumed
-
-    def close(self) -> None:
-        """Reap finished children (running jobs go on in their own session)."""
-        for name, child in list(self._children.items()):
-            if child.poll() is not None:
-                del self._children[name]

@@ -56,3 +56,9 @@ def test_added_and_removed_models_are_named():
         "asr:\n  default_model: small\n  models:\n    small:\n      path: small.en\n", "b"
     )
     assert changed_keys(old, new) == ["asr.default_model", "asr.models.small", "asr.models.tiny.en"]
+
+
+def test_voice_settings_other_than_the_folder_are_live():
+    p = plan("", "voices:\n  max_upload_mb: 5\n  train_dir: /t\n")
+    assert p.live == ["voices.max_upload_mb", "voices.train_dir"]
+    assert p.engines == []

@@ -44,3 +44,9 @@ def test_concurrent_starts_spawn_exactly_one_job(tmp_path):
             thread.join()
     assert len(spawned) == 1, spawned
     assert outcomes.count("Busy") + outcomes.count("started") == 3
+
+
+def test_reconfigure_follows_the_new_training_dir(tmp_path):
+    jobs = training.Training(parse_config(f"state_dir: {tmp_path}\n"))
+    jobs.reconfigure(parse_config(f"state_dir: {tmp_path}\nvoices:\n  train_dir: {tmp_path}/t\n"))
+    assert jobs.job_dir("alice") == tmp_path / "t" / "alice"
