@@ -27,9 +27,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvalidRequest, InvalidVoice, UnknownVoice, VoiceExists
+from .jsonfile import write_json
 from .locks import exclusive
 from .models import package_dir
 
@@ -41,8 +42,16 @@ TEMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"
 OWNER = ".owner"
 """Lock file of a staging folder, held by the process filling it."""
-DEFAULT_KEYS = ("default_speaker", "speed", "noise_scale", "noise_w_scale", "volume")
+DEFAULT_RANGES: dict[str, tuple[float, float]] = {
+    "speed": (0.25, 4.0),
+    "noise_scale": (0.0, 2.0),
+    "noise_w_scale": (0.0, 2.0),
+    "volume": (0.0, 4.0),
+}
+"""Allowed range of each numeric synthesis default."""
+DEFAULT_KEYS = ("default_speaker", *DEFAULT_RANGES)
 """Synthesis defaults a voice's metadata may set."""
+_D = TypeVar("_D", bound=float | None)
 
 
 @dataclass(frozen=True)
@@ -151,19 +160,8 @@ class VoiceStore:
     def _user(self) -> list[VoiceInfo]:
         if not self.user_dir.is_dir():
             return []
-        voices = []
-        for folder in sorted(self.user_dir.iterdir()):
-            if not folder.is_dir() or not NAME_RE.match(folder.name):
-                continue
-            try:
-                voice = _user_voice(folder)
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                # One broken folder must not hide the others (or break synthesis).
-                _LOGGER.warning("Skipping voice folder %s: %s", folder, exc)
-                continue
-            if voice is not None:
-                voices.append(voice)
-        return voices
+        voices = (_read_folder(folder) for folder in sorted(self.user_dir.iterdir()))
+        return [voice for voice in voices if voice is not None]
 
     def list(self) -> list[VoiceInfo]:
         """Every voice, bundled first; a user voice may not shadow a bundled name."""
@@ -185,13 +183,20 @@ class VoiceStore:
             return None
         return preferred if preferred in matches else matches[0]
 
-    def get(self, name: str) -> VoiceInfo:
-        """The voice called ``name``; UnknownVoice names the choices otherwise."""
-        voices = self.list()
-        for voice in voices:
+    def find(self, name: str) -> VoiceInfo | None:
+        """The voice called ``name``, or None; reads only that voice's folder."""
+        for voice in self._bundled_voices:
             if voice.name == name:
                 return voice
-        known = ", ".join(v.name for v in voices) or "none"
+        # The name check keeps a path ("../x", "/x") from leaving the store.
+        return _read_folder(self.user_dir / name) if NAME_RE.match(name) else None
+
+    def get(self, name: str) -> VoiceInfo:
+        """The voice called ``name``; UnknownVoice names the choices otherwise."""
+        voice = self.find(name)
+        if voice is not None:
+            return voice
+        known = ", ".join(v.name for v in self.list()) or "none"
         raise UnknownVoice(f"unknown voice '{name[:64]}' (voices: {known})")
 
     # -- changes --------------------------------------------------------------
@@ -239,7 +244,7 @@ class VoiceStore:
         with self.locked():
             self.check_new_name(name)
             meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z")} | meta
-            _write_json(staged / METADATA, meta)
+            write_json(staged / METADATA, meta)
             (staged / OWNER).unlink(missing_ok=True)
             _fsync_tree(staged)
             os.rename(staged, self.user_dir / name)
@@ -247,16 +252,18 @@ class VoiceStore:
         _LOGGER.info("Added voice %s", name)
         return self.get(name)
 
-    def _user_folder(self, name: str) -> Path:
+    def _changeable(self, name: str) -> VoiceInfo:
+        """The user voice ``name``; InvalidRequest for a bundled one."""
         voice = self.get(name)
         if voice.read_only:
             raise InvalidRequest(f"voice '{name}' is bundled with Hearth and cannot be changed")
-        return self.user_dir / name
+        return voice
 
     def remove(self, name: str) -> None:
         """Delete a user voice."""
         with self.locked():
-            folder = self._user_folder(name)
+            self._changeable(name)
+            folder = self.user_dir / name
             trash = self.user_dir / f"{TRASH_PREFIX}{uuid.uuid4().hex}"
             os.rename(folder, trash)
             shutil.rmtree(trash, ignore_errors=True)
@@ -265,7 +272,8 @@ class VoiceStore:
     def rename(self, name: str, new_name: str) -> VoiceInfo:
         """Give a user voice another name."""
         with self.locked():
-            folder = self._user_folder(name)
+            self._changeable(name)
+            folder = self.user_dir / name
             self.check_new_name(new_name)
             os.rename(folder, self.user_dir / new_name)
             _fsync_dir(self.user_dir)
@@ -275,9 +283,8 @@ class VoiceStore:
     def update(self, name: str, display_name: str | None, defaults: dict[str, Any]) -> VoiceInfo:
         """Set a user voice's display name and synthesis defaults (None clears a default)."""
         with self.locked():
-            folder = self._user_folder(name)
-            voice = self.get(name)
-            meta_file = folder / METADATA
+            voice = self._changeable(name)
+            meta_file = self.user_dir / name / METADATA
             meta = json.loads(meta_file.read_text("utf-8")) if meta_file.is_file() else {}
             merged = dict(meta.get("defaults") or {})
             for key, value in defaults.items():
@@ -293,7 +300,7 @@ class VoiceStore:
                 if not display_name.strip() or len(display_name) > 200:
                     raise InvalidRequest("display name must be 1-200 characters")
                 meta["display_name"] = display_name.strip()
-            _write_json(meta_file, meta)
+            write_json(meta_file, meta)
         return self.get(name)
 
 
@@ -308,16 +315,14 @@ def check_name(name: str) -> None:
 
 def check_defaults(defaults: dict[str, Any], speakers: tuple[str, ...]) -> None:
     """InvalidRequest when a synthesis default is out of range."""
-    ranges = {"speed": (0.25, 4.0), "noise_scale": (0, 2), "noise_w_scale": (0, 2)}
-    ranges["volume"] = (0.0, 4.0)
-    for key, (low, high) in ranges.items():
+    for key, (low, high) in DEFAULT_RANGES.items():
         value = defaults.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidRequest(f"{key} must be a number")
         if not low <= value <= high:
-            raise InvalidRequest(f"{key} must be between {low} and {high}, got {value}")
+            raise InvalidRequest(f"{key} must be between {low:g} and {high:g}, got {value}")
     speaker = defaults.get("default_speaker")
     if speaker is not None and str(speaker) not in speakers:
         known = ", ".join(speakers) or "none: single-speaker voice"
@@ -336,15 +341,6 @@ def _owned(path: Path) -> bool:
     return False
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def _fsync_tree(folder: Path) -> None:
     for entry in folder.iterdir():
         if entry.is_file():
@@ -361,15 +357,27 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _number(
-    value: object, default: float | None, low: float, high: float, what: str
-) -> float | None:
-    """A default from voice.json: a number in range, or ``default`` when absent."""
+def _number(defaults: dict[str, Any], key: str, default: _D) -> float | _D:
+    """Default ``key`` from voice.json: a number in range, or ``default`` when absent."""
+    value = defaults.get(key)
     if value is None:
         return default
+    low, high = DEFAULT_RANGES[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ValueError(f"{what} must be a number from {low} to {high}, got {value!r}")
+        raise ValueError(f"{key} must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
+
+
+def _read_folder(folder: Path) -> VoiceInfo | None:
+    """The voice in a user folder; None when absent, incomplete or broken (logged)."""
+    if not NAME_RE.match(folder.name) or not folder.is_dir():
+        return None
+    try:
+        return _user_voice(folder)
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        # One broken folder must not hide the others (or break synthesis).
+        _LOGGER.warning("Skipping voice folder %s: %s", folder, exc)
+        return None
 
 
 def _user_voice(folder: Path) -> VoiceInfo | None:
@@ -399,10 +407,10 @@ def _user_voice(folder: Path) -> VoiceInfo | None:
         source="user",
         read_only=False,
         default_speaker=speaker,
-        speed=_number(defaults.get("speed"), 1.0, 0.25, 4.0, "speed") or 1.0,
-        noise_scale=_number(defaults.get("noise_scale"), None, 0.0, 2.0, "noise_scale"),
-        noise_w_scale=_number(defaults.get("noise_w_scale"), None, 0.0, 2.0, "noise_w_scale"),
-        volume=_number(defaults.get("volume"), 1.0, 0.0, 4.0, "volume") or 0.0,
+        speed=_number(defaults, "speed", 1.0),
+        noise_scale=_number(defaults, "noise_scale", None),
+        noise_w_scale=_number(defaults, "noise_w_scale", None),
+        volume=_number(defaults, "volume", 1.0),
         origin=str(meta.get("source", "folder")),
         created=str(meta.get("created", "")),
         version=models[0].stat().st_mtime_ns,

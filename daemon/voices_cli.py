@@ -12,7 +12,7 @@ from typing import Any
 
 from .config import Config
 from .errors import HearthError
-from .voices import VoiceStore
+from .voices import DEFAULT_RANGES, VoiceStore
 
 
 def add_parser(sub: Any, add: Any) -> None:
@@ -34,8 +34,8 @@ def add_parser(sub: Any, add: Any) -> None:
     p.add_argument("name")
     p.add_argument("--display-name")
     p.add_argument("--speaker", help="default speaker ('' clears)")
-    for key in ("speed", "noise-scale", "noise-w-scale", "volume"):
-        p.add_argument(f"--{key}", type=float)
+    for key in DEFAULT_RANGES:
+        p.add_argument(f"--{key.replace('_', '-')}", type=float)
     p = vsub.add_parser(
         "enroll",
         help="record prompts: list them, add takes from WAV files, show progress",
@@ -87,12 +87,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"renamed voice {args.name} to {args.new_name}")
     elif action == "set":
         defaults: dict[str, Any] = {
-            "speed": args.speed,
-            "noise_scale": args.noise_scale,
-            "noise_w_scale": args.noise_w_scale,
-            "volume": args.volume,
+            key: getattr(args, key) for key in DEFAULT_RANGES if getattr(args, key) is not None
         }
-        defaults = {k: v for k, v in defaults.items() if v is not None}
         if args.speaker is not None:
             defaults["default_speaker"] = args.speaker or None
         voice = store.update(args.name, args.display_name, defaults)
@@ -146,7 +142,7 @@ async def _enroll(config: Config, args: argparse.Namespace) -> int:
 
 
 def _train(config: Config, args: argparse.Namespace) -> int:
-    from .training import Training
+    from .training import ACTIVE, Training
 
     training = Training(config)
     if args.voices_command == "cancel":
@@ -165,11 +161,7 @@ def _train(config: Config, args: argparse.Namespace) -> int:
             if line != last:
                 print(line, flush=True)
                 last = line
-            if args.voices_command == "status" or status["status"] not in (
-                "queued",
-                "running",
-                "exporting",
-            ):
+            if args.voices_command == "status" or status["status"] not in ACTIVE:
                 break
             time.sleep(2)
     except KeyboardInterrupt:

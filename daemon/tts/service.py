@@ -56,12 +56,13 @@ class TtsService:
     async def stream(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
         """Yield audio sentence by sentence as each is synthesized."""
         voice, sentences = self.prepare(text, options)
-        async for block in self._stream(voice, sentences, options):
+        async for block in self.stream_prepared(voice, sentences, options):
             yield block
 
-    async def _stream(
+    async def stream_prepared(
         self, voice: VoiceInfo, sentences: list[str], options: SynthesisOptions
     ) -> AsyncIterator[SentenceAudio]:
+        """Like :meth:`stream`, for what :meth:`prepare` returned."""
         silence_s = (
             self.sentence_silence_s
             if options.sentence_silence_s is None
@@ -82,34 +83,43 @@ class TtsService:
             yield block
 
     async def stream_cached(
-        self, text: str, options: SynthesisOptions, use_cache: bool = True
+        self, text: str, options: SynthesisOptions
     ) -> AsyncIterator[SentenceAudio]:
         """Like :meth:`stream`, but a cached utterance comes back at once as one
         block, and a fresh one is stored (as raw PCM) once it is complete."""
         voice, sentences = self.prepare(text, options)
-        cache = self.cache if use_cache else None
-        key = self.key(text, options, "pcm")
-        if cache is not None:
-            hit = await asyncio.to_thread(cache.get, key)
-            if hit is not None:
-                yield SentenceAudio(hit, self.output_rate(voice, options), text)
-                return
+        key = self.key(text, voice, options, "pcm")
+        hit = await self.cache_get(key)
+        if hit is not None:
+            yield SentenceAudio(hit, self.output_rate(voice, options), text)
+            return
         parts = []
-        async for block in self._stream(voice, sentences, options):
+        async for block in self.stream_prepared(voice, sentences, options):
             parts.append(block.pcm)
             yield block
-        if cache is not None and any(parts):
-            await asyncio.to_thread(cache.put, key, b"".join(parts))
+        if any(parts):
+            await self.cache_put(key, b"".join(parts))
 
-    def key(self, text: str, options: SynthesisOptions, fmt: str) -> str:
-        """Cache key for text spoken with these options in this format."""
-        voice = options.voice or self.default_voice
+    def key(self, text: str, voice: VoiceInfo, options: SynthesisOptions, fmt: str) -> str | None:
+        """Cache key for text spoken by ``voice`` in this format; None without a cache."""
+        if self.cache is None:
+            return None
         # The model's change time: a voice replaced under the same name is not served stale.
-        versions = {v.name: v.version for v in self.store.list()}
-        opts = asdict(options) | {"voice": voice, "voice_version": versions.get(voice, 0)}
+        opts = asdict(options) | {"voice": voice.name, "voice_version": voice.version}
         if opts["sentence_silence_s"] is None:
             opts["sentence_silence_s"] = self.sentence_silence_s
         return cache_key(text=text, options=opts, fmt=fmt)
+
+    async def cache_get(self, key: str | None) -> bytes | None:
+        """The audio cached under ``key``; None on a miss or when ``key`` is None."""
+        if key is None or self.cache is None:
+            return None
+        return await asyncio.to_thread(self.cache.get, key)
+
+    async def cache_put(self, key: str | None, data: bytes) -> None:
+        """Store ``data`` under ``key`` (nothing when ``key`` is None)."""
+        if key is not None and self.cache is not None:
+            await asyncio.to_thread(self.cache.put, key, data)
 
     async def synthesize(
         self, text: str, options: SynthesisOptions, fmt: str = "wav", use_cache: bool = True
@@ -120,17 +130,15 @@ class TtsService:
         there otherwise; without it the cache is neither read nor written.
         """
         voice, sentences = self.prepare(text, options)
-        key = self.key(text, options, fmt)
-        if use_cache and self.cache is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)
-            if hit is not None:
-                return hit
-        parts = [block.pcm async for block in self._stream(voice, sentences, options)]
+        key = self.key(text, voice, options, fmt) if use_cache else None
+        hit = await self.cache_get(key)
+        if hit is not None:
+            return hit
+        parts = [block.pcm async for block in self.stream_prepared(voice, sentences, options)]
         if not any(parts):
             raise InvalidText("the text has nothing speakable in it")
         data = await asyncio.to_thread(
             encode, b"".join(parts), self.output_rate(voice, options), fmt
         )
-        if use_cache and self.cache is not None:
-            await asyncio.to_thread(self.cache.put, key, data)
+        await self.cache_put(key, data)
         return data

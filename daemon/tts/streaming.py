@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..audio import encode
 from ..audio_stream import OutputFormat, StreamEncoder
-from .base import SynthesisOptions
+from .base import SentenceAudio, SynthesisOptions
 from .service import TtsService
 
 
@@ -43,14 +43,12 @@ async def open_speech(
     """
     voice, sentences = tts.prepare(text, options)
     rate = tts.output_rate(voice, options)
-    key = tts.key(text, options, fmt.name)
-    cache = tts.cache if use_cache else None
-    if cache is not None:
-        hit = await asyncio.to_thread(cache.get, key)
-        if hit is not None:
-            return SpeechStream(fmt.media_type, rate, True, _once(hit))
-    chunks = _produce(tts, text, options, fmt, rate, key if cache is not None else None)
-    return SpeechStream(fmt.media_type, rate, False, chunks)
+    key = tts.key(text, voice, options, fmt.name) if use_cache else None
+    hit = await tts.cache_get(key)
+    if hit is not None:
+        return SpeechStream(fmt.media_type, rate, True, _once(hit))
+    blocks = tts.stream_prepared(voice, sentences, options)
+    return SpeechStream(fmt.media_type, rate, False, _produce(tts, blocks, fmt, rate, key))
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
@@ -59,18 +57,17 @@ async def _once(data: bytes) -> AsyncIterator[bytes]:
 
 async def _produce(
     tts: TtsService,
-    text: str,
-    options: SynthesisOptions,
+    blocks: AsyncIterator[SentenceAudio],
     fmt: OutputFormat,
     rate: int,
     key: str | None,
 ) -> AsyncIterator[bytes]:
-    """Synthesize and encode sentence by sentence; store the whole under ``key``."""
+    """Encode ``blocks`` as they come; store the whole under ``key``."""
     encoder = StreamEncoder(fmt, rate)
     pcm: list[bytes] = []
     sent: list[bytes] = []
     try:
-        async for block in tts.stream(text, options):
+        async for block in blocks:
             pcm.append(block.pcm)
             data = await asyncio.to_thread(encoder.write, block.pcm)
             if data:
@@ -83,11 +80,11 @@ async def _produce(
     finally:
         # Idempotent; releases PyAV's encoder when the client left early.
         await asyncio.to_thread(encoder.close)
-    if key is not None and tts.cache is not None and any(pcm):
+    if key is not None and any(pcm):
         # The streamed WAV header has no length; the cached copy gets the real one.
         whole = (
             await asyncio.to_thread(encode, b"".join(pcm), rate, "wav")
             if fmt.name == "wav"
             else b"".join(sent)
         )
-        await asyncio.to_thread(tts.cache.put, key, whole)
+        await tts.cache_put(key, whole)

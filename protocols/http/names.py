@@ -50,11 +50,10 @@ def synthesis_options(
     assert engines.tts is not None
     if not name or name.lower() in aliases:
         return SynthesisOptions(speed=speed, sample_rate=sample_rate)
-    voices = engines.voices.list()
-    if any(v.name == name for v in voices):
+    if engines.voices.find(name) is not None:
         return SynthesisOptions(voice=name, speed=speed, sample_rate=sample_rate)
     default = engines.tts.check_voice(SynthesisOptions())
     if name in default.speakers:
         return SynthesisOptions(speaker=name, speed=speed, sample_rate=sample_rate)
-    known = ", ".join(v.name for v in voices)
+    known = ", ".join(v.name for v in engines.voices.list())
     raise UnknownVoice(f"unknown voice or speaker '{name[:64]}' (voices: {known})")

@@ -7,6 +7,8 @@ Store changes are visible at once to every protocol: the store is read per reque
 from __future__ import annotations
 
 import asyncio
+import functools
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Form, Request, UploadFile
@@ -26,17 +28,24 @@ router = APIRouter(tags=["voices"], dependencies=[Depends(require_api_key)])
 
 
 def store_of(request: Request) -> VoiceStore:
-    """The voice store of the running configuration."""
-    return VoiceStore(config_of(request).voices_path)
+    """The voice store of the running configuration (the engines' one when loaded)."""
+    path = config_of(request).voices_path
+    engines = service_of(request).engines
+    if engines is not None and engines.voices.user_dir == path:
+        return engines.voices
+    return _store_at(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _store_at(path: Path) -> VoiceStore:
+    """One store per folder, so bundled voices' metadata is read once."""
+    return VoiceStore(path)
 
 
 def training_of(request: Request) -> Training:
     """The service's training jobs (one manager, so finished children are reaped)."""
     service: Any = service_of(request)
-    training = getattr(service, "training", None)
-    if training is None or training.config is not config_of(request):
-        training = Training(config_of(request))
-        service.training = training
+    training: Training = service.training
     return training
 
 

@@ -2,7 +2,10 @@
 
 import json
 
-from daemon.voices import VoiceStore
+import pytest
+
+from daemon.errors import InvalidRequest, UnknownVoice
+from daemon.voices import DEFAULT_KEYS, VoiceStore
 
 PIPER_CONFIG = {"audio": {"sample_rate": 22050}, "language": {"code": "en_US"}}
 
@@ -35,3 +38,26 @@ def test_a_voice_is_chosen_by_language(tmp_path):
     assert store.for_language("en", "en_US-joe-medium") == "en_US-joe-medium"
     assert store.for_language("en-GB", "nobody") == "en_US-joe-medium"
     assert store.for_language("de", "en_US-joe-medium") is None
+
+
+def test_get_reads_one_folder_and_keeps_the_error(tmp_path):
+    make_voice(tmp_path, "good", {"defaults": {"volume": 0.5}})
+    make_voice(tmp_path, "bad-speed", {"defaults": {"speed": "fast"}})
+    make_voice(tmp_path.parent / "outside", "x")
+    store = VoiceStore(tmp_path)
+    assert store.get("good").volume == 0.5 and store.get("good").speed == 1.0
+    for name in ("bad-speed", "missing", "../outside/x", str(tmp_path / "good")):
+        with pytest.raises(UnknownVoice, match="voices: .*good"):
+            store.get(name)
+
+
+def test_update_checks_defaults_and_bundled_voices(tmp_path):
+    make_voice(tmp_path, "good")
+    store = VoiceStore(tmp_path)
+    voice = store.update("good", "Good", {"speed": 1.5, "noise_scale": 0.3})
+    assert (voice.display_name, voice.speed, voice.noise_scale) == ("Good", 1.5, 0.3)
+    with pytest.raises(InvalidRequest, match="between 0.25 and 4"):
+        store.update("good", None, {"speed": 9})
+    with pytest.raises(InvalidRequest, match="bundled"):
+        store.update("en_US-joe-medium", None, {"speed": 1.0})
+    assert DEFAULT_KEYS == ("default_speaker", "speed", "noise_scale", "noise_w_scale", "volume")
