@@ -51,6 +51,10 @@ class AudioFormat:
             raise InvalidAudio(f"channel count {self.channels} is out of range 1..{max_channels}")
 
 
+INTERNAL = AudioFormat(RATE, WIDTH, CHANNELS)
+"""The internal format as an :class:`AudioFormat`."""
+
+
 def pcm_to_float(pcm: bytes | np.ndarray) -> np.ndarray:
     """Internal s16 PCM to float32 in [-1, 1]."""
     arr = np.frombuffer(pcm, dtype=np.int16) if isinstance(pcm, bytes) else pcm

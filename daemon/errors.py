@@ -6,6 +6,41 @@ exactly one place (an HTTP status, a Wyoming ``error`` event, a data-channel mes
 
 from __future__ import annotations
 
+STATUS: dict[str, int] = {
+    "invalid-audio": 400,
+    "invalid-text": 400,
+    "invalid-request": 400,
+    "invalid-voice": 400,
+    "invalid-event": 400,
+    "unauthorized": 401,
+    "cors-forbidden": 403,
+    "unknown-model": 404,
+    "unknown-voice": 404,
+    "voice-not-authorized": 406,
+    "voice-exists": 409,
+    "audio-too-long": 413,
+    "text-too-long": 413,
+    "prompt-too-long": 413,
+    "upload-too-large": 413,
+    "not-implemented": 501,
+    "llm-unavailable": 502,
+    "model-unavailable": 503,
+    "training-unavailable": 503,
+    "busy": 503,
+    "not-ready": 503,
+    "timeout": 504,
+    "invalid-config": 500,
+    "internal-error": 500,
+}
+"""Every error code a client may see, with the class of failure it is, as an HTTP
+status: 4xx the request was refused, 503 try again later, other 5xx the server failed.
+Every protocol (and the request metrics) reads it from here."""
+
+
+def status_of(code: str) -> int:
+    """The HTTP status for an error code (500 for codes not listed)."""
+    return STATUS.get(code, 500)
+
 
 class HearthError(Exception):
     """Base class: every error a client may see has a stable ``code``."""

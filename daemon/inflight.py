@@ -7,9 +7,7 @@ ended before it closes what only the old engines used.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -48,12 +46,3 @@ class InFlight:
     def started_before(self, generation: int) -> int:
         """Requests in flight that started before ``generation``."""
         return sum(1 for t in self._open.values() if t.generation < generation)
-
-    async def drained(self, generation: int, timeout: float, poll: float = 0.1) -> bool:
-        """Wait until no request from before ``generation`` runs; False on timeout."""
-        deadline = time.monotonic() + timeout
-        while self.started_before(generation):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(poll)
-        return True

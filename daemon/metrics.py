@@ -24,6 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from . import __version__
+from .errors import status_of
 
 if TYPE_CHECKING:
     from .engines import Engines
@@ -33,19 +34,11 @@ OBSERVED_ENGINES = ("asr", "tts", "llm")
 """Worker pools whose calls feed the latency histogram (VAD calls are per chunk, tiny)."""
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Seconds: from a fast GPU decode to a long file or reply on a small CPU."""
-BUSY_CODES = frozenset({"busy", "not-ready", "model-unavailable"})
-SERVER_CODES = frozenset({"internal-error", "llm-unavailable", "timeout", "invalid-config"})
 
 
 def outcome_of_code(code: str) -> str:
-    """A request's outcome label from its error code ("" or None: it succeeded)."""
-    if not code:
-        return "ok"
-    if code in BUSY_CODES:
-        return "busy"
-    if code in SERVER_CODES:
-        return "error"
-    return "rejected"
+    """A request's outcome label from its error code ("": it succeeded)."""
+    return outcome_of_status(status_of(code)) if code else "ok"
 
 
 def outcome_of_status(status: int) -> str:

@@ -346,7 +346,7 @@ class SpeechSession:
         rng = self._speech_range()
         if rng is None:
             self._discard_speculation()
-            return FinalTranscript("", self._language(), audio_ms, 0, 0.0)
+            return FinalTranscript("", self.language, audio_ms, 0, 0.0)
         speculative = self._spec is not None and (self._spec.start, self._spec.end) == rng
         if speculative:
             assert self._spec is not None
@@ -373,7 +373,9 @@ class SpeechSession:
         rng = self._speech_range()
         return None if rng is None else self._slice(*rng)
 
-    def _language(self) -> str:
+    @property
+    def language(self) -> str:
+        """The expected language: the requested one, else the model's default ("en")."""
         lang = self.options.transcribe.language
         return (
             lang if lang and lang != "auto" else getattr(self.asr, "default_language", "") or "en"

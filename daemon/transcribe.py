@@ -34,10 +34,10 @@ class FileTranscript:
     translation: str | None = None
     """English translation, when asked for."""
 
-    @property
-    def speedup(self) -> int:
-        """How many times faster than real time (rounded down, as WIS reports it)."""
-        return int(self.audio_ms // self.infer_ms) if self.infer_ms > 0 else 0
+
+def speedup(audio_ms: float, infer_ms: float) -> int:
+    """How many times faster than real time a decode was (rounded down, as WIS reports it)."""
+    return int(audio_ms // infer_ms) if infer_ms > 0 else 0
 
 
 async def decode_upload(data: bytes, max_seconds: float) -> np.ndarray:

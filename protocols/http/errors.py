@@ -1,8 +1,8 @@
-"""The one place where error codes become HTTP statuses and JSON bodies.
+"""The one place where errors become HTTP responses.
 
 Routes raise :class:`daemon.errors.HearthError` subclasses (or :class:`HttpError`
-for conditions that only exist in HTTP); the handlers installed by
-:func:`install` answer with the status from :data:`STATUS` and a body in the
+for conditions that only exist in HTTP); the handlers installed by :func:`install`
+answer with the status from :data:`daemon.errors.STATUS` and a body in the
 caller's dialect: OpenAI's ``{"error": {"message", "type", "code"}}`` under
 ``/v1``, the Willow Inference Server's ``{"error": ...}`` everywhere else.
 """
@@ -16,36 +16,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from daemon.errors import HearthError
+from daemon.errors import STATUS as STATUS  # re-exported: the one code-to-status table
+from daemon.errors import HearthError, status_of
 
 _LOGGER = logging.getLogger(__name__)
-
-STATUS: dict[str, int] = {
-    "invalid-audio": 400,
-    "invalid-text": 400,
-    "invalid-request": 400,
-    "invalid-voice": 400,
-    "unauthorized": 401,
-    "cors-forbidden": 403,
-    "unknown-model": 404,
-    "unknown-voice": 404,
-    "voice-not-authorized": 406,
-    "voice-exists": 409,
-    "audio-too-long": 413,
-    "text-too-long": 413,
-    "prompt-too-long": 413,
-    "upload-too-large": 413,
-    "not-implemented": 501,
-    "llm-unavailable": 502,
-    "model-unavailable": 503,
-    "training-unavailable": 503,
-    "busy": 503,
-    "not-ready": 503,
-    "timeout": 504,
-    "invalid-config": 500,
-    "internal-error": 500,
-}
-"""HTTP status of every error code a client may see."""
 
 WILLOW_AUDIO_ERROR = "Invalid audio"
 """The exact text Willow Inference Server answers for audio it cannot use."""
@@ -63,11 +37,6 @@ class HttpError(HearthError):
 def timed_out(seconds: float) -> HttpError:
     """The error for a request that ran past ``limits.request_timeout_s``."""
     return HttpError("timeout", f"the request took longer than {seconds:g} s")
-
-
-def status_of(code: str) -> int:
-    """The HTTP status for an error code (500 for codes not listed)."""
-    return STATUS.get(code, 500)
 
 
 def error_body(path: str, code: str, message: str) -> dict[str, object]:

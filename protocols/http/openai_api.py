@@ -203,8 +203,7 @@ async def chat_completions(
             _chat_chunks(reply_id, model, first, pieces), media_type="text/event-stream"
         )
     text = "".join([piece async for piece in pieces])
-    prompt_tokens = chat.llm.count_tokens(messages)
-    completion_tokens = chat.llm.count_tokens([ChatMessage("assistant", text)])
+    prompt_tokens, completion_tokens = await asyncio.to_thread(_count_tokens, chat, messages, text)
     return JSONResponse(
         {
             "id": reply_id,
@@ -225,6 +224,11 @@ async def chat_completions(
             },
         }
     )
+
+
+def _count_tokens(chat: ChatService, messages: list[ChatMessage], reply: str) -> tuple[int, int]:
+    """Tokens of the prompt and of the reply (blocking: a local model tokenizes)."""
+    return chat.llm.count_tokens(messages), chat.llm.count_tokens([ChatMessage("assistant", reply)])
 
 
 async def _first_piece(pieces: AsyncIterator[str]) -> str | None:

@@ -23,17 +23,18 @@ from starlette.requests import ClientDisconnect
 
 from daemon.asr.base import TranscribeOptions
 from daemon.audio import AudioFormat
+from daemon.audio_decode import BodyDecoder, PcmBody, WavBody, body_decoder
 from daemon.config import Config
 from daemon.engines import Engines
 from daemon.errors import InvalidAudio
 from daemon.session import SessionOptions, SessionSettings, SpeechSession
-from daemon.transcribe import decode_upload, transcribe_samples, translate_audio
+from daemon.transcribe import decode_upload, speedup, transcribe_samples, translate_audio
 
 from .auth import require_api_key
 from .common import config_of, ready_engines
 from .errors import HttpError, timed_out
 from .names import WIS_MODELS, asr_model_name
-from .willow_audio import BodyDecoder, PcmBody, WavBody, body_decoder, parse_audio_headers
+from .willow_audio import parse_audio_headers
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -81,6 +82,25 @@ def willow_settings(engines: Engines, config: Config) -> SessionSettings:
     )
 
 
+def willow_session(engines: Engines, config: Config, query: AsrQuery) -> SpeechSession:
+    """A speech session for one device upload (no partial transcripts)."""
+    return engines.new_session(
+        query.model_name(engines),
+        SessionOptions(transcribe=query.options, partials=False),
+        willow_settings(engines, config),
+    )
+
+
+def upload_session(
+    request: Request, engines: Engines, config: Config, query: AsrQuery
+) -> tuple[SpeechSession, BodyDecoder]:
+    """The session and body decoder for an upload described by ``x-audio-*`` headers."""
+    limits = config.limits
+    codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
+    session = willow_session(engines, config, query)
+    return session, body_decoder(codec, fmt, limits.max_audio_s)
+
+
 async def feed_body(
     request: Request,
     session: SpeechSession,
@@ -126,7 +146,7 @@ def wis_response(
     if stats:
         body = {
             "infer_time": round(infer_ms, 1),
-            "infer_speedup": int(audio_ms // infer_ms) if infer_ms > 0 else 0,
+            "infer_speedup": speedup(audio_ms, infer_ms),
             "audio_duration": audio_ms,
         } | body
     if translation is not None:
@@ -171,14 +191,8 @@ async def willow(
         raise HttpError("voice-not-authorized", "Hearth does not verify speakers' voices")
     config = config_of(request)
     limits = config.limits
-    codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
     options = query.options
-    session = engines.new_session(
-        query.model_name(engines),
-        SessionOptions(transcribe=options, partials=False),
-        willow_settings(engines, config),
-    )
-    decoder = body_decoder(codec, fmt, limits.max_audio_s)
+    session, decoder = upload_session(request, engines, config, query)
     kept: list[bytes] | None = [] if save_audio and config.willow.save_audio else None
     try:
         async with asyncio.timeout(limits.request_timeout_s):

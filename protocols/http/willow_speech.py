@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.datastructures import UploadFile
 from starlette.requests import ClientDisconnect
 
+from daemon.audio import INTERNAL
 from daemon.audio_stream import StreamEncoder, output_format
 from daemon.engines import Engines
 from daemon.enroll import Enrollment
@@ -26,7 +29,8 @@ from daemon.events import (
     SpeechAudioStart,
     SpeechAudioStop,
 )
-from daemon.session import SessionOptions
+from daemon.session import SpeechSession
+from daemon.transcribe import decode_upload
 from daemon.tts.streaming import open_speech
 
 from .auth import require_api_key
@@ -34,8 +38,8 @@ from .common import config_of, ready_engines, require
 from .errors import HttpError, timed_out
 from .names import WIS_SPEAKERS, synthesis_options
 from .rawquery import raw_params
-from .willow import AsrQuery, feed_body, willow_settings
-from .willow_audio import INTERNAL, body_decoder, parse_audio_headers
+from .voices_api import store_of
+from .willow import AsrQuery, feed_body, upload_session, willow_session
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -103,7 +107,11 @@ async def add_speaker(
 
     The audio is a multipart ``audio_file``, or the request body itself.
     """
-    data = await _speaker_audio(request)
+    data = await _form_audio(request)
+    if data is None:
+        data = await request.body()
+        if not data:
+            raise InvalidAudio("the request has no recording: send 'audio_file' or a body")
     enrollment = Enrollment(config_of(request), speaker)
     check = await enrollment.add_take(engines, data, None)
     status = await asyncio.to_thread(enrollment.status)
@@ -117,18 +125,24 @@ async def add_speaker(
     }
 
 
-async def _speaker_audio(request: Request) -> bytes:
-    """The recording: multipart field ``audio_file`` (as WIS takes it), or the body."""
-    if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        form = await request.form(max_files=1, max_fields=8)
-        upload = form.get("audio_file")
-        if not isinstance(upload, UploadFile):
-            raise InvalidRequest("send the recording as the multipart field 'audio_file'")
-        return await upload.read()
-    data = await request.body()
-    if not data:
-        raise InvalidAudio("the request has no recording: send 'audio_file' or a body")
-    return data
+async def _form_audio(request: Request) -> bytes | None:
+    """The multipart field ``audio_file`` (as WIS sends it); None if not multipart."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return None
+    form = await request.form(max_files=1, max_fields=8)
+    upload = form.get("audio_file")
+    if not isinstance(upload, UploadFile):  # starlette's: fastapi's is a subclass
+        raise InvalidRequest("send the recording as the multipart field 'audio_file'")
+    return await upload.read()
+
+
+async def _feed_file(session: SpeechSession, data: bytes, max_seconds: float) -> None:
+    """Decode a whole file (anything PyAV reads) into the session."""
+    samples = await decode_upload(data, max_seconds) if data else None
+    if samples is None or not samples.size:
+        raise InvalidAudio("the file holds no audio")
+    session.start(INTERNAL)
+    await session.feed(samples.astype("<i2").tobytes())
 
 
 @router.delete("/api/speaker", summary="Remove a voice")
@@ -137,9 +151,7 @@ async def delete_speaker(
     speaker: str = Depends(speaker_query),
 ) -> dict[str, str]:
     """Remove a user voice from the store (bundled voices are read-only)."""
-    from daemon.voices import VoiceStore
-
-    await asyncio.to_thread(VoiceStore(config_of(request).voices_path).remove, speaker)
+    await asyncio.to_thread(store_of(request).remove, speaker)
     return {"removed": speaker}
 
 
@@ -167,25 +179,14 @@ async def sts(
     tts_options = synthesis_options(
         engines, speaker, WIS_SPEAKERS, sample_rate=config.willow.tts_sample_rate
     )
-    options = query.options
-    multipart = request.headers.get("content-type", "").startswith("multipart/form-data")
-    if multipart:
-        form = await request.form()
-        upload = form.get("audio_file")
-        if upload is None or isinstance(upload, str):
-            raise InvalidAudio("the multipart field audio_file is missing")
-        decoder = body_decoder("file", None, limits.max_audio_s)
-        decoder.feed(await upload.read())
+    feed: Callable[[], Awaitable[None]]
+    data = await _form_audio(request)
+    if data is None:
+        session, decoder = upload_session(request, engines, config, query)
+        feed = functools.partial(feed_body, request, session, decoder)
     else:
-        codec, pcm_fmt = parse_audio_headers(
-            request.headers, limits.max_sample_rate, limits.max_channels
-        )
-        decoder = body_decoder(codec, pcm_fmt, limits.max_audio_s)
-    session = engines.new_session(
-        query.model_name(engines),
-        SessionOptions(transcribe=options, partials=False),
-        willow_settings(engines, config),
-    )
+        session = willow_session(engines, config, query)
+        feed = functools.partial(_feed_file, session, data, limits.max_audio_s)
     run = pipeline.start(
         session=session,
         conversation_id=conversation_id or uuid.uuid4().hex,
@@ -196,14 +197,7 @@ async def sts(
     assert isinstance(events, AsyncGenerator)
     try:
         async with asyncio.timeout(limits.request_timeout_s):
-            if multipart:
-                session.start(INTERNAL)
-                pcm = await asyncio.to_thread(decoder.finish)
-                if not pcm:
-                    raise InvalidAudio("the file holds no audio")
-                await session.feed(pcm)
-            else:
-                await feed_body(request, session, decoder)
+            await feed()
             head = await _until_audio(events)
     except BaseException as exc:
         run.abandon()  # a reply started on a pause must not run on for nobody

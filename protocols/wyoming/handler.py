@@ -156,12 +156,8 @@ class WyomingConnection:
 
     async def close(self) -> None:
         """End open requests and the connection."""
-        if self._asr is not None:
-            await self._asr.session.close()
-            self._asr = None
-        if self._tts is not None:
-            await self._tts.cancel()
-            self._tts = None
+        await self._drop_asr()
+        await self._drop_tts()
         self.writer.close()
         with contextlib.suppress(Exception):
             await self.writer.wait_closed()
@@ -200,10 +196,20 @@ class WyomingConnection:
 
     # ------------------------------------------------------------------ ASR
 
-    async def _audio_start(self, start: AudioStart) -> None:
+    async def _drop_asr(self) -> None:
+        """Close the transcribe request in progress, if any."""
         if self._asr is not None:
             await self._asr.session.close()
             self._asr = None
+
+    async def _drop_tts(self) -> None:
+        """Cancel the synthesis stream in progress, if any."""
+        if self._tts is not None:
+            await self._tts.cancel()
+            self._tts = None
+
+    async def _audio_start(self, start: AudioStart) -> None:
+        await self._drop_asr()
         self._asr_failed = False
         request = self._transcribe
         self._transcribe = Transcribe()
@@ -234,9 +240,7 @@ class WyomingConnection:
             raise
 
     async def _fail_asr(self) -> None:
-        if self._asr is not None:
-            await self._asr.session.close()
-        self._asr = None
+        await self._drop_asr()
         self._asr_failed = True
 
     async def _audio_stop(self) -> None:
@@ -272,9 +276,7 @@ class WyomingConnection:
         await _speak(self, tts.stream_cached(request.text, options))
 
     async def _synthesize_start(self, start: SynthesizeStart) -> None:
-        if self._tts is not None:
-            await self._tts.cancel()
-            self._tts = None
+        await self._drop_tts()
         self._tts = _TtsStream(self, self._synthesis_options(start.voice))
 
     async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
@@ -283,8 +285,7 @@ class WyomingConnection:
         try:
             self._tts.add(chunk.text)
         except HearthError:
-            await self._tts.cancel()
-            self._tts = None
+            await self._drop_tts()
             raise
 
     async def _synthesize_stop(self) -> None:
@@ -358,10 +359,9 @@ class _AsrRequest:
             transcribe=TranscribeOptions(language=request.language or None),
             partials=engines.partials,
         )
-        fmt.validate(engines.config.limits.max_sample_rate, engines.config.limits.max_channels)
         self.session: SpeechSession = engines.new_session(request.name, options)
         self.session.start(fmt)
-        self.language = request.language or self.session.asr.languages[0]
+        self.language = self.session.language
         self.chunker = TranscriptChunker()
 
     async def feed(self, fmt: AudioFormat, pcm: bytes) -> None:
@@ -399,7 +399,9 @@ class _TtsStream:
         self.options = options
         self.splitter = SentenceSplitter()
         self.chars = 0
-        self.max_chars = conn.engines.config.limits.max_text_chars
+        tts = conn.engines.tts
+        assert tts is not None  # checked by _synthesis_options
+        self.max_chars = tts.max_text_chars
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
         self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
         self.error: HearthError | None = None

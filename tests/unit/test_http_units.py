@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from daemon.asr.base import Segment
 from daemon.audio import AudioFormat
+from daemon.audio_decode import WavBody
 from daemon.audio_stream import StreamEncoder, output_format, wav_header
 from daemon.config import parse_config
 from daemon.errors import HearthError, InvalidAudio, InvalidRequest
@@ -20,7 +21,7 @@ from protocols.http.app import create_app
 from protocols.http.auth import key_matches, offered_keys
 from protocols.http.formats import timestamp, to_srt, to_vtt, verbose_json
 from protocols.http.rawquery import raw_params
-from protocols.http.willow_audio import WavBody, parse_audio_headers
+from protocols.http.willow_audio import parse_audio_headers
 
 # --------------------------------------------------------------------------- auth
 
