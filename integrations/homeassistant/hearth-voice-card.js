@@ -476,35 +476,26 @@ class HearthVoiceCard extends HTMLElement {
     const message = { type: "assist_pipeline/run", start_stage: "intent", end_stage: "intent", input: { text } };
     if (config.pipeline_id) message.pipeline = config.pipeline_id;
     if (this._conversationId) message.conversation_id = this._conversationId;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      let unsubscribe = null;
-      let ended = false;
-      const end = () => {
-        ended = true;
-        clearTimeout(timer);
-        if (unsubscribe) Promise.resolve(unsubscribe()).catch(() => {});
-      };
-      const settle = (fn, value) => {
-        if (!settled) {
-          settled = true;
-          fn(value);
-        }
-      };
-      const timer = setTimeout(() => {
-        end();
-        settle(reject, new Error(`no answer within ${HA_TIMEOUT_MS / 1000} s`));
-      }, HA_TIMEOUT_MS);
+    // The subscription ends at run-end, on an error or at the timeout; the answer
+    // comes with intent-end.
+    let unsubscribe = null;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      if (unsubscribe) Promise.resolve(unsubscribe()).catch(() => {});
+    };
+    const answer = new Promise((resolve, reject) => {
       const onEvent = (event) => {
         const data = (event && event.data) || {};
         if (event.type === "intent-end") {
-          settle(resolve, data.intent_output || {});
+          resolve(data.intent_output || {});
         } else if (event.type === "error") {
           end();
-          settle(reject, new Error(`${data.message || "pipeline error"} (${data.code || "error"})`));
+          reject(new Error(`${data.message || "pipeline error"} (${data.code || "error"})`));
         } else if (event.type === "run-end") {
           end();
-          settle(reject, new Error("the pipeline ended without an answer"));
+          reject(new Error("the pipeline ended without an answer"));
         }
       };
       // No resubscribe: after a websocket reconnect Home Assistant would run it again.
@@ -515,9 +506,13 @@ class HearthVoiceCard extends HTMLElement {
         },
         (err) => {
           end();
-          settle(reject, err);
+          reject(err);
         },
       );
+    });
+    return withTimeout(answer, HA_TIMEOUT_MS).catch((err) => {
+      end();
+      throw err;
     });
   }
 

@@ -7,6 +7,8 @@ const storedKey = () => params.get("key") || window.localStorage.getItem("hearth
 
 let client = null;
 let replyText = "";
+// ?mode=hands-free: start listening as soon as a connection is up (once).
+let handsFreeOnConnect = params.get("mode") === "hands-free";
 
 function notice(message) {
   const el = $("notice");
@@ -30,6 +32,19 @@ function setState(state) {
   if (ready) notice("");
 }
 
+function startHandsFreeOnConnect(c) {
+  const start = (e) => {
+    if (e.detail.state !== "connected") return;
+    c.removeEventListener("state", start);
+    if (!handsFreeOnConnect || c !== client) return;
+    handsFreeOnConnect = false;
+    $("handsfree").checked = true;
+    c.listen(options());
+    talk.disabled = true;
+  };
+  c.addEventListener("state", start);
+}
+
 function options() {
   return { reply: $("speak").checked, partials: true };
 }
@@ -38,6 +53,7 @@ function connect() {
   if (client) client.close();
   client = new HearthClient({ apiKey: storedKey() });
   client.addEventListener("state", (e) => setState(e.detail.state));
+  if (handsFreeOnConnect) startHandsFreeOnConnect(client);
   client.addEventListener("partial", (e) => ($("partial").textContent = e.detail.text));
   client.addEventListener("vad", (e) => $("vad").classList.toggle("on", e.detail.speech));
   client.addEventListener("final", (e) => {
@@ -111,19 +127,4 @@ if (!window.isSecureContext) {
   notice("Browsers allow the microphone only over HTTPS: open this page with https:// (port 19001 by default).");
 }
 if (params.get("autoconnect") === "1") connect();
-if (params.get("mode") === "hands-free") {
-  const start = (e) => {
-    if (e.detail.state !== "connected" || !client) return;
-    $("handsfree").checked = true;
-    client.listen(options());
-    talk.disabled = true;
-    client.removeEventListener("state", start);
-  };
-  const wait = setInterval(() => {
-    if (client) {
-      client.addEventListener("state", start);
-      clearInterval(wait);
-    }
-  }, 50);
-}
 window.hearth = () => client; // for debugging from the console

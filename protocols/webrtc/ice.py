@@ -46,7 +46,6 @@ _ORIGINAL_HOST_ADDRESSES = aioice.ice.get_host_addresses
 
 
 async def bind_in_range(
-    loop: asyncio.AbstractEventLoop,
     original: Any,
     factory: Any,
     policy: IcePolicy,
@@ -83,7 +82,7 @@ def install(loop: asyncio.AbstractEventLoop) -> None:
         local = kwargs.get("local_addr")
         if policy is not None and not args and local is not None and local[1] == 0:
             kwargs.pop("local_addr")
-            return await bind_in_range(loop, original, factory, policy, local[0], **kwargs)
+            return await bind_in_range(original, factory, policy, local[0], **kwargs)
         return await original(factory, *args, **kwargs)
 
     loop.create_datagram_endpoint = create_datagram_endpoint  # type: ignore[method-assign,assignment]

@@ -61,8 +61,6 @@ class RtcManager:
             raise InvalidRequest(f"expected an SDP offer, got type {kind!r}")
         if not sdp.strip() or len(sdp) > MAX_SDP_CHARS:
             raise InvalidRequest(f"the offer's SDP must be 1 to {MAX_SDP_CHARS} characters")
-        if "m=audio" not in sdp:
-            raise InvalidRequest("the offer has no audio: add a microphone track")
         if len(self.sessions) >= self.config.max_sessions:
             raise Busy(
                 f"too many WebRTC sessions (webrtc.max_sessions is {self.config.max_sessions})"

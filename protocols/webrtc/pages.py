@@ -10,6 +10,7 @@ it talks to (both cross-origin: see ``http.cors_origins``).
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 
 from fastapi import APIRouter, HTTPException
@@ -28,7 +29,9 @@ FILES = {
 """Served name → (folder under ``integrations``, content type)."""
 
 
+@functools.cache
 def _read(name: str, folder: str = "web") -> bytes:
+    """A served file's bytes, read once (they ship with the package)."""
     return (importlib.resources.files("integrations") / folder / name).read_bytes()
 
 

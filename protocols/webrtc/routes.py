@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
-from daemon.engines import Engines
 from protocols.http.auth import require_api_key
-from protocols.http.common import ready_engines, service_of
+from protocols.http.common import ready_engines
+from protocols.http.errors import HttpError
 
 from .manager import MAX_SDP_CHARS, RtcManager
 
@@ -30,19 +30,10 @@ class Answer(BaseModel):
 
 
 def manager_of(request: Request) -> RtcManager:
-    """The app's session manager (made on first use)."""
-    state = request.app.state
-    manager: RtcManager | None = getattr(state, "rtc", None)
+    """The service's session manager (made when the daemon starts serving)."""
+    manager: RtcManager | None = getattr(request.app.state, "rtc", None)
     if manager is None:
-        service = service_of(request)
-
-        def engines() -> Engines:
-            current = service.engines
-            assert current is not None, "engines not loaded"
-            return current
-
-        manager = RtcManager(service.config.webrtc, engines)
-        state.rtc = manager
+        raise HttpError("not-ready", "WebRTC is not available yet; try again shortly")
     return manager
 
 

@@ -31,7 +31,7 @@ from daemon.tts.service import TtsService
 
 from . import messages
 from .messages import Command
-from .tracks import ReplyTrack, frame_pcm
+from .tracks import RATE, ReplyTrack, frame_pcm
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,8 +58,6 @@ class RtcSession:
         self.run: PipelineRun | None = None
         self.command: Command | None = None
         self.last_activity = time.monotonic()
-        self.byes_ignored = 0
-        self.utterances = 0
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(MAX_PENDING_MESSAGES)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reply: asyncio.Task[None] | None = None
@@ -157,7 +155,7 @@ class RtcSession:
                     text=final.text,
                     conversation_id=self.id,
                     speak=command.speak,
-                    tts_options=SynthesisOptions(voice=command.voice),
+                    tts_options=self._reply_options(command),
                 )
                 self._start_reply(run, transcript_sent=True)
 
@@ -192,7 +190,6 @@ class RtcSession:
 
     def _send_infer(self, final: ev.FinalTranscript) -> None:
         """The final transcript, as WIS's ``infer`` message (plus timing fields)."""
-        self.utterances += 1
         self.send(
             messages.message(
                 "infer",
@@ -239,7 +236,7 @@ class RtcSession:
         tts = self._engines().tts
         if tts is None:
             raise InvalidRequest("speaking needs TTS, which is not enabled")
-        options = SynthesisOptions(voice=command.voice)
+        options = self._reply_options(command)
         tts.prepare(command.say, options)  # too long, empty, unknown voice: nothing plays
         # A cancelled synthesis still finishes its sentence in a worker: a client
         # sending 'say' in a loop must not keep every TTS worker busy.
@@ -265,7 +262,12 @@ class RtcSession:
             _LOGGER.exception("[%s] speaking failed", self.id)
             self.send(messages.message("error", {"code": "internal-error"}, "internal error"))
 
-    def _session_options(self, command: Command, hands_free: bool) -> tuple[str | None, Any]:
+    def _reply_options(self, command: Command) -> SynthesisOptions:
+        """TTS options for replies: synthesized at the reply track's rate, so the
+        TTS worker resamples, not the event loop."""
+        return SynthesisOptions(voice=command.voice, sample_rate=RATE)
+
+    async def _begin(self, command: Command, hands_free: bool) -> None:
         engines = self._engines()
         model = command.model
         engines.asr_model(model)  # an unknown model: UnknownModel before anything starts
@@ -274,11 +276,6 @@ class RtcSession:
             partials=engines.partials if command.partials is None else command.partials,
             hands_free=hands_free,
         )
-        return model, options
-
-    async def _begin(self, command: Command, hands_free: bool) -> None:
-        model, options = self._session_options(command, hands_free)
-        engines = self._engines()
         if command.reply:
             if engines.pipeline is None:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")
@@ -295,7 +292,7 @@ class RtcSession:
                 session=self.speech,
                 conversation_id=self.id,
                 speak=command.speak,
-                tts_options=SynthesisOptions(voice=command.voice),
+                tts_options=self._reply_options(command),
             )
         self.send(messages.message("state", {"mode": self.mode}))
 
@@ -351,7 +348,6 @@ def _ignore_bye(receiver: Any, session: RtcSession) -> None:
 
     async def handle(packet: Any) -> None:
         if isinstance(packet, RtcpByePacket):
-            session.byes_ignored += 1
             _LOGGER.debug("[%s] RTCP BYE ignored (track paused)", session.id)
             return
         await original(packet)

@@ -63,7 +63,6 @@ class ReplyTrack(MediaStreamTrack):
         self._ready = asyncio.Event()
         self._next_at = 0.0
         self._pts = 0
-        self.frames_sent = 0
 
     @property
     def playing(self) -> bool:
@@ -71,7 +70,11 @@ class ReplyTrack(MediaStreamTrack):
         return bool(self._frames or self._rest)
 
     def play(self, pcm: bytes, rate: int) -> None:
-        """Queue 16-bit mono PCM at ``rate`` for playback."""
+        """Queue 16-bit mono PCM at ``rate`` for playback.
+
+        Hearth's own replies are synthesized at :data:`RATE` already (the TTS
+        worker resamples), so the resampling here is a no-op for them.
+        """
         data = self._rest + resample_pcm(pcm, rate, RATE)
         step = FRAME_SAMPLES * 2
         whole = len(data) // step * step
@@ -131,7 +134,6 @@ class ReplyTrack(MediaStreamTrack):
         frame.time_base = TIME_BASE
         self._pts += FRAME_SAMPLES
         self._next_at += FRAME_SAMPLES / RATE
-        self.frames_sent += 1
         return frame
 
 
