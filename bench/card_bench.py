@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import statistics
 import sys
 import tempfile
 import time
@@ -32,11 +31,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.results import machine, median, write_section  # noqa: E402
 from bench.webrtc_bench import speak  # noqa: E402
 from tests.browser import chrome, wait_for, write_wav  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
-from tests.dashboard import SHADOW, Dashboard, hold_to_talk  # noqa: E402
+from tests.dashboard import Dashboard, hold_to_talk, load_card  # noqa: E402
 from tests.helpers import silence, words  # noqa: E402
 
 KEY = "bench-key"
@@ -70,10 +69,6 @@ card.client.pc.getStats().then((stats) => {
 });"""
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 def run(runs: int, idle_s: float) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -97,9 +92,7 @@ def run(runs: int, idle_s: float) -> str:
 
 
 def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s: float) -> str:
-    driver.get(dashboard.page(config={"url": daemon.https_url, "api_key": KEY}))
-    wait_for(driver, "return window.pageReady === true")
-    wait_for(driver, f"{SHADOW} return $('.state').dataset.state === 'connected'")
+    load_card(driver, dashboard.page(config={"url": daemon.https_url, "api_key": KEY}))
     heard_ok = 0
     to_ha, to_audio, to_packet, total, baseline = [], [], [], [], []
     with httpx.Client(base_url=daemon.url, headers={"X-API-Key": KEY}, timeout=60) as http:

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import datetime
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.results import machine, median, write_section  # noqa: E402
 from daemon.asr.base import TranscribeOptions  # noqa: E402
 from daemon.audio import RATE, AudioFormat, pcm_to_float  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
@@ -43,10 +42,6 @@ from daemon.vad.evaluate import labeled_mix, score  # noqa: E402
 UTTERANCE = "Please turn on the kitchen lights and set the thermostat to twenty one degrees."
 REPLY = "The kitchen lights are on. The thermostat is set to twenty one degrees. Anything else?"
 CHUNK_S = 0.02
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
 
 
 async def speak(engines: Engines, text: str) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.results import machine, percentile, write_section  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import words  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
@@ -133,12 +133,6 @@ async def run(runs: int, idle_s: float) -> str:
     packets = (end[1] - start[1]) + (end[3] - start[3])
     wire_kbps = (payload + 28 * packets) * 8 / elapsed / 1000
     ok = [r for r in results if not isinstance(r, BaseException)]
-    ordered = sorted(ok)
-
-    def pct(q: float) -> float:
-        if not ordered:
-            return float("nan")
-        return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
     rows = [
         "## WebRTC",
@@ -164,7 +158,7 @@ async def run(runs: int, idle_s: float) -> str:
         f"| First utterance after {elapsed:.0f} s paused (session kept, BYE ignored) "
         f"| {after_idle * 1000:.0f} ms, transcript correct | works | met |",
         f"| 4 sessions at once, push-to-talk: correct / p50 / p95 | {len(ok)}/4 / "
-        f"{pct(0.5) * 1000:.0f} ms / {pct(0.95) * 1000:.0f} ms | all succeed "
+        f"{percentile(ok, 0.5) * 1000:.0f} ms / {percentile(ok, 0.95) * 1000:.0f} ms | all succeed "
         f"| {'met' if len(ok) == 4 else 'not met'} |",
         "",
         "While paused, the browser sends no RTP and Hearth's reply track sends nothing "

@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.results import machine, percentile, write_section  # noqa: E402
 from bench.run import UTTERANCE  # noqa: E402
 from daemon.audio import RATE, encode  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
@@ -105,11 +105,6 @@ def concurrent(url: str, pcm: bytes, devices: int, rounds: int) -> tuple[list[fl
     return latencies, ok, devices * rounds
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def section(rows: list[str], notes: list[str]) -> str:
     head = (
         "## Willow devices (`/api/willow`)\n\n"
@@ -153,8 +148,8 @@ def main(runs: int, rounds: int, output: Path) -> None:
         ms = [v * 1000 for v in lat]
         rows.append(
             f"| {n} devices at once ({rounds} rounds): last byte -> response p50 / p95 | "
-            f"{pct(ms, 0.5):.0f} / {pct(ms, 0.95):.0f} ms | {ok}/{total} succeeded with the "
-            f"right text | {'met' if ok == total else 'not met'} |"
+            f"{percentile(ms, 0.5):.0f} / {percentile(ms, 0.95):.0f} ms | "
+            f"{ok}/{total} succeeded with the right text | {'met' if ok == total else 'not met'} |"
         )
     notes = [
         f"Transcripts: {' | '.join(sorted(texts))}",

@@ -38,7 +38,7 @@ from wyoming.tts import Synthesize
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.results import machine, percentile, write_section  # noqa: E402
 from daemon.audio import resample_pcm  # noqa: E402
 from daemon.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
@@ -176,12 +176,6 @@ async def transcribe(server: Server, pcm: bytes) -> tuple[float, str]:
                 return time.perf_counter() - stopped, str(event.data["text"])
             if event.type == "error":
                 raise RuntimeError(f"{server.name}: {event.data}")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def run(runs: int) -> str:

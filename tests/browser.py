@@ -12,12 +12,13 @@ import os
 import shutil
 import subprocess
 import time
-import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.helpers import wav
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
@@ -32,11 +33,8 @@ def chromium_or_skip() -> tuple[str, str]:
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = 16000) -> Path:
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(samples.astype(np.int16).tobytes())
+    """int16 samples as a WAV file (the fake microphone's input)."""
+    path.write_bytes(wav(samples, rate))
     return path
 
 
@@ -117,3 +115,13 @@ def firefox(url: str, profile: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         env=os.environ | {"MOZ_HEADLESS": "1", "HOME": str(profile)},
     )
+
+
+def screenshot(driver: Any, name: str, selector: str | None = None) -> None:
+    """Save the page, or one element of it, as tests/artifacts/NAME."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = str(ARTIFACTS / name)
+    if selector:
+        driver.find_element("css selector", selector).screenshot(path)
+    else:
+        driver.save_screenshot(path)

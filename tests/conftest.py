@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -67,3 +69,13 @@ def speak(engines):
 @pytest.fixture(scope="session")
 def kitchen(speak) -> np.ndarray:
     return speak("Turn on the kitchen lights.")
+
+
+@pytest.fixture
+def driver() -> Iterator[Any]:
+    """A headless Chromium with a fake microphone permission, closed after the test."""
+    from tests.browser import chrome
+
+    browser = chrome()
+    yield browser
+    browser.quit()

@@ -109,18 +109,23 @@ class Daemon:
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Wait for /healthz to answer 200 (every engine and listener is up)."""
+        self.wait_for("/healthz", 200, timeout)
+
+    def wait_for(self, path: str, status: int, timeout: float = 120) -> httpx.Response:
+        """Poll ``path`` until it answers ``status``; fail if the process exits."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"hearth serve exited early:\n{self.stop()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
+                resp = httpx.get(f"{self.url}{path}", timeout=2)
+                if resp.status_code == status:
+                    return resp
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        raise AssertionError(f"hearth serve never became ready:\n{self.stop()}")
+        raise AssertionError(f"{path} never answered {status}:\n{self.stop()}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> str:
         """Stop the process; return everything it logged."""

@@ -110,3 +110,15 @@ def hold_to_talk(driver: Any) -> float:
 def shown_error(driver: Any) -> str:
     """The card's error banner, once it shows."""
     return wait_for(driver, f"{SHADOW} const e = $('.error'); return !e.hidden && e.textContent")
+
+
+def load_page(driver: Any, url: str) -> None:
+    """Open the test page and wait until it has mounted the card (or editor)."""
+    driver.get(url)
+    wait_for(driver, "return window.pageReady === true")
+
+
+def load_card(driver: Any, url: str) -> None:
+    """Open the test page and wait until the card is connected to Hearth."""
+    load_page(driver, url)
+    wait_for(driver, f"{SHADOW} return $('.state').dataset.state === 'connected'")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from daemon.asr.base import AsrModel, TranscribeOptions, Transcript
-from daemon.audio import RATE
+from daemon.audio import RATE, encode, pcm_to_float
 from daemon.vad.base import Vad, VadStream
 
 
@@ -88,3 +89,15 @@ def tone(seconds: float, freq: float = 220.0, level: float = 0.3) -> np.ndarray:
     """A sine tone (loud enough for EnergyVad), int16 at 16 kHz."""
     t = np.arange(int(seconds * RATE)) / RATE
     return (np.sin(2 * np.pi * freq * t) * level * 32767).astype(np.int16)
+
+
+def wav(samples: np.ndarray, rate: int = RATE) -> bytes:
+    """int16 samples as a mono 16-bit WAV file."""
+    return encode(samples.astype("<i2").tobytes(), rate, "wav")
+
+
+def hear(engines: Any, pcm: bytes | np.ndarray) -> str:
+    """What the default Whisper model hears in 16 kHz int16 audio (English)."""
+    samples = pcm if isinstance(pcm, bytes) else pcm.astype("<i2")
+    model = engines.asr[engines.config.asr.default_model]
+    return model.transcribe(pcm_to_float(samples), TranscribeOptions(language="en")).text

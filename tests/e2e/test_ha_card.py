@@ -10,22 +10,19 @@ CORS rules are exercised for real.
 from __future__ import annotations
 
 import base64
-import io
 import pathlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import av
 import numpy as np
 import pytest
 
-from daemon.asr.base import TranscribeOptions
-from daemon.audio import pcm_to_float
-from tests.browser import ARTIFACTS, chrome, chromium_or_skip, firefox, wait_for, write_wav
+from daemon.audio import decode_file
+from tests.browser import chrome, chromium_or_skip, firefox, screenshot, wait_for, write_wav
 from tests.daemon import Daemon
-from tests.dashboard import SHADOW, Dashboard, hold_to_talk, shown_error
-from tests.helpers import silence, words
+from tests.dashboard import SHADOW, Dashboard, hold_to_talk, load_card, load_page, shown_error
+from tests.helpers import hear, silence, words
 
 pytestmark = pytest.mark.e2e
 
@@ -57,200 +54,153 @@ def card_state(driver: Any) -> str:
     return driver.execute_script(f"{SHADOW} return $('.state').dataset.state")
 
 
-def load(driver: Any, url: str) -> None:
-    driver.get(url)
-    wait_for(driver, "return window.pageReady === true")
-
-
 def open_card(driver: Any, dashboard: Dashboard, daemon: Daemon, **config: Any) -> None:
-    settings = {"url": daemon.https_url, "api_key": KEY} | config
-    load(driver, dashboard.page(config=settings))
-    wait_for(driver, f"{SHADOW} return $('.state').dataset.state === 'connected'")
+    load_card(driver, dashboard.page(config={"url": daemon.https_url, "api_key": KEY} | config))
 
 
 def sessions_opened(daemon: Daemon) -> int:
     return daemon.log.count(" opened (")
 
 
-def webm_to_pcm16k(data: bytes) -> np.ndarray:
-    """Decode the page's recording (WebM/Opus) to 16 kHz mono float32."""
-    out = []
-    with av.open(io.BytesIO(data)) as container:
-        resampler = av.AudioResampler(format="s16", layout="mono", rate=16000)
-        for frame in container.decode(audio=0):
-            for piece in resampler.resample(frame):
-                out.append(piece.to_ndarray().reshape(-1))
-    pcm = np.concatenate(out).astype(np.int16) if out else np.zeros(0, np.int16)
-    return pcm_to_float(pcm.tobytes())
-
-
 def test_push_to_talk_goes_to_the_assist_pipeline_and_the_answer_is_spoken(
-    daemon: Daemon, dashboard: Dashboard, engines: Any
+    daemon: Daemon, dashboard: Dashboard, engines: Any, driver: Any
 ) -> None:
-    driver = chrome()
-    try:
-        open_card(driver, dashboard, daemon, title="Kitchen")
-        session = driver.execute_script("return card.client.sessionId")
-        hold_to_talk(driver)
-        run = wait_for(
-            driver, "return calls.find((c) => c.type === 'assist_pipeline/run')", timeout=60
+    open_card(driver, dashboard, daemon, title="Kitchen")
+    session = driver.execute_script("return card.client.sessionId")
+    hold_to_talk(driver)
+    run = wait_for(driver, "return calls.find((c) => c.type === 'assist_pipeline/run')", timeout=60)
+    assert run["start_stage"] == "intent" and run["end_stage"] == "intent"
+    assert words(run["input"]["text"]) == words("Turn on the kitchen lights.")
+    assert "conversation_id" not in run  # a new conversation
+    reply = wait_for(driver, f"{SHADOW} const r = $('.reply').textContent; return r !== '…' && r")
+    assert reply == ANSWER
+    # Samples of the spoken answer reach the page's WebAudio graph.
+    wait_for(driver, "return received.frames > 10", timeout=30)
+    time.sleep(2.5)  # the rest of the answer
+    recording = base64.b64decode(
+        driver.execute_async_script(
+            "const done = arguments[arguments.length - 1]; takeRecording().then(done);"
         )
-        assert run["start_stage"] == "intent" and run["end_stage"] == "intent"
-        assert words(run["input"]["text"]) == words("Turn on the kitchen lights.")
-        assert "conversation_id" not in run  # a new conversation
-        reply = wait_for(
-            driver, f"{SHADOW} const r = $('.reply').textContent; return r !== '…' && r"
-        )
-        assert reply == ANSWER
-        # Samples of the spoken answer reach the page's WebAudio graph.
-        wait_for(driver, "return received.frames > 10", timeout=30)
-        time.sleep(2.5)  # the rest of the answer
-        recording = base64.b64decode(
-            driver.execute_async_script(
-                "const done = arguments[arguments.length - 1]; takeRecording().then(done);"
-            )
-        )
-        heard = engines.asr[engines.config.asr.default_model].transcribe(
-            webm_to_pcm16k(recording), TranscribeOptions(language="en")
-        )
-        assert words(heard.text) == words(ANSWER), heard.text
-        assert driver.execute_script("return card.heard.frames") > 0  # the card's meter too
-        ARTIFACTS.mkdir(exist_ok=True)
-        driver.find_element("css selector", "hearth-voice-card").screenshot(
-            str(ARTIFACTS / "ha-card.png")
-        )
+    )
+    heard = hear(engines, decode_file(recording))
+    assert words(heard) == words(ANSWER), heard
+    assert driver.execute_script("return card.heard.frames") > 0  # the card's meter too
+    screenshot(driver, "ha-card.png", "hearth-voice-card")
 
-        # Paused between utterances; the next one uses the same session and conversation.
-        opened = sessions_opened(daemon)
-        time.sleep(1.0)
-        hold_to_talk(driver)
-        wait_for(
-            driver,
-            "return calls.filter((c) => c.type === 'assist_pipeline/run').length === 2",
-            timeout=60,
-        )
-        second = driver.execute_script(
-            "return calls.filter((c) => c.type === 'assist_pipeline/run')[1]"
-        )
-        assert second["conversation_id"] == "conversation-1"
-        assert driver.execute_script("return card.client.sessionId") == session
-        assert sessions_opened(daemon) == opened
-        assert card_state(driver) == "connected"
-    finally:
-        driver.quit()
+    # Paused between utterances; the next one uses the same session and conversation.
+    opened = sessions_opened(daemon)
+    time.sleep(1.0)
+    hold_to_talk(driver)
+    wait_for(
+        driver,
+        "return calls.filter((c) => c.type === 'assist_pipeline/run').length === 2",
+        timeout=60,
+    )
+    second = driver.execute_script(
+        "return calls.filter((c) => c.type === 'assist_pipeline/run')[1]"
+    )
+    assert second["conversation_id"] == "conversation-1"
+    assert driver.execute_script("return card.client.sessionId") == session
+    assert sessions_opened(daemon) == opened
+    assert card_state(driver) == "connected"
 
 
 def test_hands_free_uses_conversation_process_and_pause_keeps_the_session(
-    daemon: Daemon, dashboard: Dashboard
+    daemon: Daemon, dashboard: Dashboard, driver: Any
 ) -> None:
-    driver = chrome()
-    try:
-        open_card(
-            driver,
-            dashboard,
-            daemon,
-            mode="hands-free",
-            ha_api="conversation",
-            agent_id="conversation.kitchen",
-        )
-        wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'true'")
-        session = driver.execute_script("return card.client.sessionId")
-        time.sleep(0.5)
-        driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
-        call = wait_for(
-            driver, "return calls.find((c) => c.type === 'conversation/process')", timeout=60
-        )
-        assert words(call["text"]) == words("Turn on the kitchen lights.")
-        assert call["agent_id"] == "conversation.kitchen"
-        assert call["language"] == "en"
-        wait_for(driver, "return received.frames > 10", timeout=30)
+    open_card(
+        driver,
+        dashboard,
+        daemon,
+        mode="hands-free",
+        ha_api="conversation",
+        agent_id="conversation.kitchen",
+    )
+    wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'true'")
+    session = driver.execute_script("return card.client.sessionId")
+    time.sleep(0.5)
+    driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    call = wait_for(
+        driver, "return calls.find((c) => c.type === 'conversation/process')", timeout=60
+    )
+    assert words(call["text"]) == words("Turn on the kitchen lights.")
+    assert call["agent_id"] == "conversation.kitchen"
+    assert call["language"] == "en"
+    wait_for(driver, "return received.frames > 10", timeout=30)
 
-        # Pause: the microphone stops going out, the session stays.
-        driver.execute_script(f"{SHADOW} $('.talk').dispatchEvent(new PointerEvent('pointerdown'))")
-        wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'false'")
-        wait_for(driver, "return card.client.mode === 'idle'")
-        driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
-        time.sleep(2.0)
-        count = "return calls.filter((c) => c.type === 'conversation/process').length"
-        assert driver.execute_script(count) == 1  # nothing heard while paused
+    # Pause: the microphone stops going out, the session stays.
+    driver.execute_script(f"{SHADOW} $('.talk').dispatchEvent(new PointerEvent('pointerdown'))")
+    wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'false'")
+    wait_for(driver, "return card.client.mode === 'idle'")
+    driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    time.sleep(2.0)
+    count = "return calls.filter((c) => c.type === 'conversation/process').length"
+    assert driver.execute_script(count) == 1  # nothing heard while paused
 
-        # Resume and talk again: same session.
-        driver.execute_script(f"{SHADOW} $('.talk').dispatchEvent(new PointerEvent('pointerdown'))")
-        wait_for(driver, "return card.client.mode === 'hands-free'")
-        time.sleep(0.5)
-        driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
-        wait_for(driver, count.replace("return ", "return 2 === "), timeout=60)
-        assert driver.execute_script("return card.client.sessionId") == session
+    # Resume and talk again: same session.
+    driver.execute_script(f"{SHADOW} $('.talk').dispatchEvent(new PointerEvent('pointerdown'))")
+    wait_for(driver, "return card.client.mode === 'hands-free'")
+    time.sleep(0.5)
+    driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    wait_for(driver, count.replace("return ", "return 2 === "), timeout=60)
+    assert driver.execute_script("return card.client.sessionId") == session
 
-        # The editor switches to Hearth's LLM: the session listens with the new options.
-        driver.execute_script(
-            "card.setConfig({...card._config, agent: 'hearth', type: 'custom:hearth-voice-card'})"
-        )
-        time.sleep(0.5)
-        driver.execute_script(f"{SHADOW} $('.reply').textContent = ''")
-        driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
-        wait_for(driver, f"{SHADOW} const r = $('.reply').textContent; return r && r !== '…'")
-        assert driver.execute_script(count) == 2  # Home Assistant was not asked
-        assert driver.execute_script("return card.client.sessionId") == session
-    finally:
-        driver.quit()
+    # The editor switches to Hearth's LLM: the session listens with the new options.
+    driver.execute_script(
+        "card.setConfig({...card._config, agent: 'hearth', type: 'custom:hearth-voice-card'})"
+    )
+    time.sleep(0.5)
+    driver.execute_script(f"{SHADOW} $('.reply').textContent = ''")
+    driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    wait_for(driver, f"{SHADOW} const r = $('.reply').textContent; return r && r !== '…'")
+    assert driver.execute_script(count) == 2  # Home Assistant was not asked
+    assert driver.execute_script("return card.client.sessionId") == session
 
 
-def test_hearths_own_llm_answers_and_speaks(daemon: Daemon, dashboard: Dashboard) -> None:
-    driver = chrome()
-    try:
-        open_card(driver, dashboard, daemon, agent="hearth", voice="en_US-joe-medium")
-        hold_to_talk(driver)
-        you = wait_for(
-            driver,
-            f"{SHADOW} return !$('.you').classList.contains('partial') && $('.you').textContent",
-        )
-        assert words(you) == words("Turn on the kitchen lights.")
-        wait_for(driver, f"{SHADOW} const r = $('.reply').textContent; return r && r !== '…'")
-        wait_for(driver, "return received.frames > 10", timeout=60)
-        assert driver.execute_script("return calls.length") == 0  # Home Assistant not asked
-    finally:
-        driver.quit()
+def test_hearths_own_llm_answers_and_speaks(
+    daemon: Daemon, dashboard: Dashboard, driver: Any
+) -> None:
+    open_card(driver, dashboard, daemon, agent="hearth", voice="en_US-joe-medium")
+    hold_to_talk(driver)
+    you = wait_for(
+        driver,
+        f"{SHADOW} return !$('.you').classList.contains('partial') && $('.you').textContent",
+    )
+    assert words(you) == words("Turn on the kitchen lights.")
+    wait_for(driver, f"{SHADOW} const r = $('.reply').textContent; return r && r !== '…'")
+    wait_for(driver, "return received.frames > 10", timeout=60)
+    assert driver.execute_script("return calls.length") == 0  # Home Assistant not asked
 
 
-def test_a_wrong_key_is_explained(daemon: Daemon, dashboard: Dashboard) -> None:
-    driver = chrome()
-    try:
-        load(driver, dashboard.page(config={"url": daemon.https_url, "api_key": "not-the-key"}))
-        error = shown_error(driver)
-        assert "refused the API key" in error and "auth.api_key" in error
-        assert driver.execute_script(f"{SHADOW} return $('.error').dataset.code") == "unauthorized"
-        time.sleep(3)
-        assert card_state(driver) == "error"  # no retry loop with a wrong key
-        ARTIFACTS.mkdir(exist_ok=True)
-        driver.find_element("css selector", "hearth-voice-card").screenshot(
-            str(ARTIFACTS / "ha-card-wrong-key.png")
-        )
-    finally:
-        driver.quit()
+def test_a_wrong_key_is_explained(daemon: Daemon, dashboard: Dashboard, driver: Any) -> None:
+    load_page(driver, dashboard.page(config={"url": daemon.https_url, "api_key": "not-the-key"}))
+    error = shown_error(driver)
+    assert "refused the API key" in error and "auth.api_key" in error
+    assert driver.execute_script(f"{SHADOW} return $('.error').dataset.code") == "unauthorized"
+    time.sleep(3)
+    assert card_state(driver) == "error"  # no retry loop with a wrong key
+    screenshot(driver, "ha-card-wrong-key.png", "hearth-voice-card")
 
 
 def test_an_origin_not_in_cors_origins_is_refused_and_explained(
-    daemon: Daemon, dashboard: Dashboard
+    daemon: Daemon, dashboard: Dashboard, driver: Any
 ) -> None:
-    driver = chrome()
-    try:
-        # localhost is another origin than 127.0.0.1, and not in http.cors_origins.
-        load(
-            driver,
-            dashboard.page(host="localhost", config={"url": daemon.https_url, "api_key": KEY}),
-        )
-        error = shown_error(driver)
-        assert f"http://localhost:{dashboard.port} is listed in its http.cors_origins" in error
-        assert card_state(driver) == "reconnecting"
-    finally:
-        driver.quit()
+    # localhost is another origin than 127.0.0.1, and not in http.cors_origins.
+    load_page(
+        driver,
+        dashboard.page(host="localhost", config={"url": daemon.https_url, "api_key": KEY}),
+    )
+    error = shown_error(driver)
+    assert f"http://localhost:{dashboard.port} is listed in its http.cors_origins" in error
+    assert card_state(driver) == "reconnecting"
 
 
 def test_a_denied_microphone_is_explained(daemon: Daemon, dashboard: Dashboard) -> None:
     driver = chrome(fake_ui=False)  # headless denies the permission prompt
     try:
-        load(driver, dashboard.page(mic="device", config={"url": daemon.https_url, "api_key": KEY}))
+        load_page(
+            driver, dashboard.page(mic="device", config={"url": daemon.https_url, "api_key": KEY})
+        )
         error = shown_error(driver)
         assert "Microphone access was denied" in error
         assert card_state(driver) == "error"
@@ -259,121 +209,104 @@ def test_a_denied_microphone_is_explained(daemon: Daemon, dashboard: Dashboard) 
 
 
 def test_the_editor_lists_voices_and_pipelines_and_reports_changes(
-    daemon: Daemon, dashboard: Dashboard
+    daemon: Daemon, dashboard: Dashboard, driver: Any
 ) -> None:
-    driver = chrome()
-    try:
-        # The card loaded straight from Hearth, as a dashboard resource can be.
-        load(
-            driver,
-            dashboard.page(
-                editor="1",
-                card=f"{daemon.https_url}/web/hearth-voice-card.js",
-                config={"url": daemon.https_url, "api_key": KEY},
-            ),
-        )
-        ed = "const $ = (s) => editor.shadowRoot.querySelector(s);"
-        voices = wait_for(
-            driver,
-            f"{ed} const o = [...$('select[name=voice]').options].map((o) => o.value);"
-            "return o.length > 1 && o",
-        )
-        assert "en_US-joe-medium" in voices
-        pipelines = wait_for(
-            driver,
-            f"{ed} const o = [...$('select[name=pipeline_id]').options].map((o) => o.value);"
-            "return o.length > 1 && o",
-        )
-        assert pipelines == ["", "pipeline-home"]
-        driver.execute_script(
-            f"{ed} const s = $('select[name=mode]'); s.value = 'hands-free';"
-            "s.dispatchEvent(new Event('change'));"
-        )
-        changes = driver.execute_script("return changes")
-        assert changes[-1]["mode"] == "hands-free"
-        assert changes[-1]["url"] == daemon.https_url
-        # Hearth's LLM: the Home Assistant fields go away.
-        driver.execute_script(
-            f"{ed} const s = $('select[name=agent]'); s.value = 'hearth';"
-            "s.dispatchEvent(new Event('change'));"
-        )
-        assert driver.execute_script(
-            f"{ed} return $('select[name=ha_api]').closest('label').hidden"
-        )
-        ARTIFACTS.mkdir(exist_ok=True)
-        driver.find_element("css selector", "hearth-voice-card-editor").screenshot(
-            str(ARTIFACTS / "ha-card-editor.png")
-        )
-    finally:
-        driver.quit()
+    # The card loaded straight from Hearth, as a dashboard resource can be.
+    load_page(
+        driver,
+        dashboard.page(
+            editor="1",
+            card=f"{daemon.https_url}/web/hearth-voice-card.js",
+            config={"url": daemon.https_url, "api_key": KEY},
+        ),
+    )
+    ed = "const $ = (s) => editor.shadowRoot.querySelector(s);"
+    voices = wait_for(
+        driver,
+        f"{ed} const o = [...$('select[name=voice]').options].map((o) => o.value);"
+        "return o.length > 1 && o",
+    )
+    assert "en_US-joe-medium" in voices
+    pipelines = wait_for(
+        driver,
+        f"{ed} const o = [...$('select[name=pipeline_id]').options].map((o) => o.value);"
+        "return o.length > 1 && o",
+    )
+    assert pipelines == ["", "pipeline-home"]
+    driver.execute_script(
+        f"{ed} const s = $('select[name=mode]'); s.value = 'hands-free';"
+        "s.dispatchEvent(new Event('change'));"
+    )
+    changes = driver.execute_script("return changes")
+    assert changes[-1]["mode"] == "hands-free"
+    assert changes[-1]["url"] == daemon.https_url
+    # Hearth's LLM: the Home Assistant fields go away.
+    driver.execute_script(
+        f"{ed} const s = $('select[name=agent]'); s.value = 'hearth';"
+        "s.dispatchEvent(new Event('change'));"
+    )
+    assert driver.execute_script(f"{ed} return $('select[name=ha_api]').closest('label').hidden")
+    screenshot(driver, "ha-card-editor.png", "hearth-voice-card-editor")
 
 
-def test_the_card_reconnects_after_hearth_restarts(daemon: Daemon, dashboard: Dashboard) -> None:
-    driver = chrome()
-    try:
-        open_card(driver, dashboard, daemon)
-        before = driver.execute_script("return card.client.sessionId")
-        out = daemon.stop()
-        assert daemon.returncode == 0, out
-        wait_for(driver, "return ['reconnecting', 'error'].includes(card.client.state)", timeout=60)
-        daemon.start()
-        wait_for(
-            driver,
-            f"return card.client.state === 'connected' && card.client.sessionId !== '{before}'",
-            timeout=120,
-        )
-        hold_to_talk(driver)
-        run = wait_for(
-            driver, "return calls.find((c) => c.type === 'assist_pipeline/run')", timeout=60
-        )
-        assert words(run["input"]["text"]) == words("Turn on the kitchen lights.")
-    finally:
-        driver.quit()
+def test_the_card_reconnects_after_hearth_restarts(
+    daemon: Daemon, dashboard: Dashboard, driver: Any
+) -> None:
+    open_card(driver, dashboard, daemon)
+    before = driver.execute_script("return card.client.sessionId")
+    out = daemon.stop()
+    assert daemon.returncode == 0, out
+    wait_for(driver, "return ['reconnecting', 'error'].includes(card.client.state)", timeout=60)
+    daemon.start()
+    wait_for(
+        driver,
+        f"return card.client.state === 'connected' && card.client.sessionId !== '{before}'",
+        timeout=120,
+    )
+    hold_to_talk(driver)
+    run = wait_for(driver, "return calls.find((c) => c.type === 'assist_pipeline/run')", timeout=60)
+    assert words(run["input"]["text"]) == words("Turn on the kitchen lights.")
 
 
-def test_bad_configurations_are_refused_with_a_reason(daemon: Daemon, dashboard: Dashboard) -> None:
+def test_bad_configurations_are_refused_with_a_reason(
+    daemon: Daemon, dashboard: Dashboard, driver: Any
+) -> None:
     """Lovelace shows what setConfig throws in place of the card."""
-    driver = chrome()
-    try:
-        load(driver, dashboard.page(editor="1", config={"url": daemon.https_url}))
-        result = driver.execute_async_script(
-            """const done = arguments[arguments.length - 1];
-            import('/local/hearth-voice-card.js').then(({ normalizeConfig }) => {
-              const refused = [{}, { url: 'hearth.local' }, { url: 'ftp://hearth' },
-                { url: 'https://h', mode: 'always' }, { url: 'https://h', agent: 'x' },
-                { url: 'https://h', ha_api: 'x' }, { url: 'https://h', speak: 'yes' },
-                { url: 'https://h', voice: 5 }].map((c) => {
-                  try { normalizeConfig(c); return null; } catch (e) { return e.message; }
-                });
-              done({ refused, ok: normalizeConfig({ url: 'https://h:19001/' }) });
-            });"""
-        )
-        refused = result["refused"]
-        assert all(refused), refused
-        for message, key in zip(
-            refused, ["url", "url", "url", "mode", "agent", "ha_api", "speak", "voice"], strict=True
-        ):
-            assert f"'{key}'" in message, message
-        assert result["ok"]["url"] == "https://h:19001"
-        assert result["ok"]["mode"] == "push-to-talk"
-        assert result["ok"]["agent"] == "home-assistant"
-    finally:
-        driver.quit()
+    load_page(driver, dashboard.page(editor="1", config={"url": daemon.https_url}))
+    result = driver.execute_async_script(
+        """const done = arguments[arguments.length - 1];
+        import('/local/hearth-voice-card.js').then(({ normalizeConfig }) => {
+          const refused = [{}, { url: 'hearth.local' }, { url: 'ftp://hearth' },
+            { url: 'https://h', mode: 'always' }, { url: 'https://h', agent: 'x' },
+            { url: 'https://h', ha_api: 'x' }, { url: 'https://h', speak: 'yes' },
+            { url: 'https://h', voice: 5 }].map((c) => {
+              try { normalizeConfig(c); return null; } catch (e) { return e.message; }
+            });
+          done({ refused, ok: normalizeConfig({ url: 'https://h:19001/' }) });
+        });"""
+    )
+    refused = result["refused"]
+    assert all(refused), refused
+    for message, key in zip(
+        refused, ["url", "url", "url", "mode", "agent", "ha_api", "speak", "voice"], strict=True
+    ):
+        assert f"'{key}'" in message, message
+    assert result["ok"]["url"] == "https://h:19001"
+    assert result["ok"]["mode"] == "push-to-talk"
+    assert result["ok"]["agent"] == "home-assistant"
 
 
-def test_the_editor_preview_opens_no_session(daemon: Daemon, dashboard: Dashboard) -> None:
+def test_the_editor_preview_opens_no_session(
+    daemon: Daemon, dashboard: Dashboard, driver: Any
+) -> None:
     """Home Assistant rebuilds the preview on every edit: it must not take the microphone."""
-    driver = chrome()
-    try:
-        before = sessions_opened(daemon)
-        load(driver, dashboard.page(preview="1", config={"url": daemon.https_url, "api_key": KEY}))
-        time.sleep(3)
-        assert card_state(driver) == "closed"
-        assert driver.execute_script("return card.client") is None
-        assert "Preview" in driver.execute_script(f"{SHADOW} return $('.hint').textContent")
-        assert sessions_opened(daemon) == before
-    finally:
-        driver.quit()
+    before = sessions_opened(daemon)
+    load_page(driver, dashboard.page(preview="1", config={"url": daemon.https_url, "api_key": KEY}))
+    time.sleep(3)
+    assert card_state(driver) == "closed"
+    assert driver.execute_script("return card.client") is None
+    assert "Preview" in driver.execute_script(f"{SHADOW} return $('.hint').textContent")
+    assert sessions_opened(daemon) == before
 
 
 def test_the_card_works_in_firefox(
@@ -397,7 +330,5 @@ def test_the_card_works_in_firefox(
     assert result["sameSession"]
     # Headless Firefox has no sound device, so no Web Audio: the page recorded the
     # answer's stream instead, and Whisper hears the stub's words in it.
-    heard = engines.asr[engines.config.asr.default_model].transcribe(
-        webm_to_pcm16k(base64.b64decode(result["recording"])), TranscribeOptions(language="en")
-    )
-    assert words(heard.text) == words(ANSWER), heard.text
+    heard = hear(engines, decode_file(base64.b64decode(result["recording"])))
+    assert words(heard) == words(ANSWER), heard

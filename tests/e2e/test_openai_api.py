@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-import struct
 from collections.abc import Iterator
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 
 from daemon.audio import RATE, decode_file, resample_pcm
 from tests.daemon import Daemon
-from tests.helpers import silence, words
+from tests.helpers import silence, wav, words
 
 pytestmark = pytest.mark.e2e
 KITCHEN = ["turn", "on", "the", "kitchen", "lights"]
@@ -34,18 +33,7 @@ def client(daemon: Daemon) -> openai.OpenAI:
 
 @pytest.fixture(scope="module")
 def kitchen_wav(kitchen) -> bytes:
-    pcm = np.concatenate([silence(0.2), kitchen, silence(0.2)]).astype("<i2").tobytes()
-    fmt = struct.pack("<HHIIHH", 1, 1, RATE, RATE * 2, 2, 16)
-    return (
-        b"RIFF"
-        + struct.pack("<I", 36 + len(pcm))
-        + b"WAVEfmt "
-        + struct.pack("<I", 16)
-        + fmt
-        + b"data"
-        + struct.pack("<I", len(pcm))
-        + pcm
-    )
+    return wav(np.concatenate([silence(0.2), kitchen, silence(0.2)]))
 
 
 def test_transcription_json_and_text(client, kitchen_wav):

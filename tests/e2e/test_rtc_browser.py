@@ -18,12 +18,7 @@ pytestmark = pytest.mark.e2e
 def daemon(tmp_path_factory: pytest.TempPathFactory):
     chromium_or_skip()
     extra = "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 22000\n  port_max: 22099\n"
-    d = Daemon(tmp_path_factory.mktemp("rtc-browser"), extra).start()
-    try:
-        yield d
-    finally:
-        out = d.stop()
-    assert d.returncode == 0, out
+    yield from Daemon(tmp_path_factory.mktemp("rtc-browser"), extra).serve()
 
 
 def test_the_rtc_page_transcribes_the_microphone_over_https(daemon, kitchen, tmp_path):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import shutil
 import signal
 import socket
 import threading
 import time
-import wave
 from pathlib import Path
 
 import httpx
@@ -23,6 +21,7 @@ from wyoming.info import Describe, Info
 
 from daemon.models import package_dir
 from tests.daemon import Daemon
+from tests.helpers import wav
 from tests.notify_listener import NotifyListener
 
 pytestmark = pytest.mark.e2e
@@ -171,16 +170,6 @@ def test_sighup_with_a_new_voice_swaps_it_in_without_downtime(daemon):
     daemon.wait_for_log("Previous engines retired", timeout=30)
 
 
-def wav_bytes(samples: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(samples.astype(np.int16).tobytes())
-    return out.getvalue()
-
-
 class SlowUpload:
     """A multipart upload to /api/asr whose second half waits for ``go_on``."""
 
@@ -240,7 +229,7 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path, kitchen):
     notify = NotifyListener()
     try:
         daemon = Daemon(tmp_path, env={"NOTIFY_SOCKET": notify.address}).start()
-        upload = SlowUpload(f"{daemon.url}/api/asr", wav_bytes(kitchen))
+        upload = SlowUpload(f"{daemon.url}/api/asr", wav(kitchen))
         assert upload.half_sent.wait(10)
         time.sleep(0.3)  # the daemon has the request's first half
         text = asyncio.run(_slow_transcription(daemon, kitchen.tobytes(), upload))

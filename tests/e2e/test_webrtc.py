@@ -9,11 +9,10 @@ import httpx
 import numpy as np
 import pytest
 
-from daemon.asr.base import TranscribeOptions
-from daemon.audio import pcm_to_float, resample_pcm
+from daemon.audio import resample_pcm
 from protocols.webrtc.session import SAY_BURST
 from tests.daemon import Daemon
-from tests.helpers import silence, words
+from tests.helpers import hear, silence, words
 from tests.webrtc_client import RtcClient
 
 pytestmark = pytest.mark.e2e
@@ -117,20 +116,12 @@ async def test_the_reply_track_speaks_the_reply_text(daemon, engines, speak):
             done = await client.expect("reply")
         reply = done["obj"]["text"]
         assert reply
-        # Wait until the reply audio has stopped arriving.
-        for _ in range(100):
-            before = len(client.reply_pcm)
-            await asyncio.sleep(0.5)
-            if len(client.reply_pcm) == before:
-                break
-        audio = resample_pcm(bytes(client.reply_pcm), client.reply_rate, 16000)
+        audio = await wait_for_reply_audio(client)
         assert len(audio) > 16000  # more than half a second of speech
-        heard = engines.asr[engines.config.asr.default_model].transcribe(
-            pcm_to_float(audio), TranscribeOptions(language="en")
-        )
-        said, got = set(words(reply)), set(words(heard.text))
+        heard = hear(engines, audio)
+        said, got = set(words(reply)), set(words(heard))
         overlap = len(said & got) / max(1, len(said))
-        assert overlap >= 0.6, (reply, heard.text)
+        assert overlap >= 0.6, (reply, heard)
     finally:
         await client.close()
 
@@ -155,10 +146,8 @@ async def test_say_speaks_text_from_elsewhere_and_talking_interrupts_it(daemon, 
         assert done["obj"] == {"text": text, "done": True}
         audio = await wait_for_reply_audio(client)
         assert len(audio) > 16000
-        heard = engines.asr[engines.config.asr.default_model].transcribe(
-            pcm_to_float(audio), TranscribeOptions(language="en")
-        )
-        assert words(heard.text) == words(text), heard.text
+        heard = hear(engines, audio)
+        assert words(heard) == words(text), heard
         # A long answer, cut short by the person pressing talk again.
         mark = len(client.reply_pcm)
         client.send("say", text="One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten.")
