@@ -472,6 +472,21 @@ def test_speakers(daemon):
     assert wrong.status_code == 400 and "audio_file" in wrong.json()["error"], wrong.text
 
 
+def test_speaker_enrollment_from_a_multipart_recording(daemon, kitchen):
+    """WIS clients send the recording as the multipart field 'audio_file'."""
+    recording = np.concatenate([silence(0.5), kitchen, silence(0.5)])
+    resp = httpx.post(
+        device_url(daemon, "/api/speaker?speaker=multipart-me"),
+        files={"audio_file": ("take.wav", wav_bytes(recording), "audio/wav")},
+        timeout=60,
+    )
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["speaker"] == "multipart-me"
+    assert words(body["transcript"]) == words("Turn on the kitchen lights.")
+    assert body["enrolled_seconds"] > 1.0
+
+
 # --------------------------------------------------------------------------- sts and chat
 
 
