@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import socket
 from collections.abc import Iterator
@@ -24,6 +25,17 @@ def free_port() -> int:
 def words(text: str) -> list[str]:
     """Lower-case words without punctuation, for comparing transcripts."""
     return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def sounds_like(heard: str, said: str, at_least: float = 0.85) -> bool:
+    """Whisper heard ``said`` in speech the daemon synthesized.
+
+    The daemon's voices keep Piper's noise scales, so each synthesis differs a
+    little and Whisper may split a word ("pre eating"): compare the letters, not
+    the exact words.
+    """
+    a, b = " ".join(words(heard)), " ".join(words(said))
+    return difflib.SequenceMatcher(None, a, b).ratio() >= at_least
 
 
 def silence(seconds: float) -> np.ndarray:

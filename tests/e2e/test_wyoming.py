@@ -26,7 +26,7 @@ from wyoming.tts import (
 from daemon.models import package_dir
 from protocols.wyoming.server import WyomingServer
 from tests.daemon import Daemon
-from tests.helpers import noise, silence, words
+from tests.helpers import noise, silence, sounds_like, words
 
 pytestmark = pytest.mark.e2e
 
@@ -226,7 +226,7 @@ async def test_streaming_synthesis_speaks_the_first_sentence_before_the_stop(dae
     assert [e.type for e in rest].count("audio-start") == 1
     pcm = b"".join(e.payload or b"" for e in first + rest if e.type == "audio-chunk")
     heard = await transcribe(daemon, pcm, rate=22050)
-    assert words(heard) == words("The kitchen lights are on now. And the oven is preheating.")
+    assert sounds_like(heard, "The kitchen lights are on now. And the oven is preheating."), heard
 
 
 async def test_one_connection_carries_many_requests(daemon, kitchen):
