@@ -7,9 +7,44 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
 
-.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools install-service uninstall-service
+.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools install-service uninstall-service cuda-libs gpu-check
 
-install: $(STAMP)
+# GPU=auto (default): the CUDA extras when an NVIDIA driver answers (nvidia-smi works);
+# GPU=cuda forces them, GPU=cpu never installs them. The CPU path downloads no CUDA wheel.
+GPU ?= auto
+ifeq ($(GPU),auto)
+GPU_MODE := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+else
+GPU_MODE := $(GPU)
+endif
+ifeq ($(filter $(GPU_MODE),cpu cuda),)
+$(error GPU must be auto, cpu or cuda, not '$(GPU)')
+endif
+CUDA_STAMP := $(VENV)/.cuda-stamp
+CUDA_PIP := $(BIN)/python -m pip install -c constraints.txt -c constraints-cuda.txt
+# The CUDA 12 runtime wheels: cuBLAS (CTranslate2) and cuDNN 9, cuFFT, cuRAND, the runtime
+# (onnxruntime's CUDA provider). Hearth loads them from the venv; no LD_LIBRARY_PATH needed.
+CUDA_WHEELS := nvidia-cublas-cu12 nvidia-cudnn-cu12 nvidia-cuda-runtime-cu12 \
+	nvidia-cufft-cu12 nvidia-curand-cu12 nvidia-cuda-nvrtc-cu12 nvidia-nvjitlink-cu12
+
+install: $(STAMP) $(if $(filter cuda,$(GPU_MODE)),$(CUDA_STAMP))
+
+cuda-libs:
+	$(CUDA_PIP) $(CUDA_WHEELS)
+
+$(CUDA_STAMP): $(STAMP) constraints-cuda.txt
+	$(MAKE) --no-print-directory cuda-libs
+	# onnxruntime-gpu provides the same 'onnxruntime' module: replace, never install beside.
+	$(BIN)/python -m pip uninstall -q -y onnxruntime onnxruntime-gpu
+	$(CUDA_PIP) --no-deps onnxruntime-gpu
+	@if command -v nvcc >/dev/null; then \
+		echo "Rebuilding llama-cpp-python with CUDA (several minutes)"; \
+		CMAKE_ARGS="-DGGML_CUDA=on" $(BIN)/python -m pip install -c constraints.txt \
+			--force-reinstall --no-deps --no-cache-dir llama-cpp-python; \
+	else \
+		echo "nvcc not found: the LLM stays on the CPU; 'make check' says what to install"; \
+	fi
+	touch $(CUDA_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -37,11 +72,15 @@ $(TRAIN_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -c constraints.txt 'piper-tts[train]==1.8.0'
 	touch $(TRAIN_STAMP)
 
-run: $(STAMP)
+run: install
 	$(BIN)/hearth --config $(CONFIG) serve
 
-check: $(STAMP)
+check: install
 	$(BIN)/hearth --config $(CONFIG) check
+
+# Every engine on CUDA, and Willow Inference Server's benchmark row (large-v2, beam 5).
+gpu-check: install
+	$(BIN)/python bench/gpu.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon protocols tests bench

@@ -23,7 +23,7 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    from daemon.hardware import probe
+    from daemon.engines.hardware import probe
 
     gpu = ", ".join(g.name for g in probe().gpus) or "no GPU"
     return f"{cpu}, {os.cpu_count()} cores, {gpu}, Python {platform.python_version()}"

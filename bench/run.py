@@ -27,17 +27,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import machine, median, write_section  # noqa: E402
-from daemon.asr.base import TranscribeOptions  # noqa: E402
-from daemon.audio import RATE, AudioFormat, pcm_to_float  # noqa: E402
+from bench.vad_eval import labeled_mix, score  # noqa: E402
+from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
-from daemon.engines import Engines, load_engines  # noqa: E402
-from daemon.events import SpeechAudio  # noqa: E402
-from daemon.hardware import probe  # noqa: E402
-from daemon.llm.base import ChatMessage, Sampling  # noqa: E402
-from daemon.session import SessionOptions, SpeechSession  # noqa: E402
-from daemon.tts.base import SynthesisOptions  # noqa: E402
-from daemon.vad import create_vad  # noqa: E402
-from daemon.vad.evaluate import labeled_mix, score  # noqa: E402
+from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
+from daemon.engines.hardware import probe  # noqa: E402
+from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
+from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
+from daemon.engines.vad import create_vad  # noqa: E402
+from daemon.runtime.engines import Engines, load_engines  # noqa: E402
+from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
+from daemon.speech.pipeline import PipelineRun  # noqa: E402
+from daemon.speech.session import SessionOptions, SpeechSession  # noqa: E402
 
 UTTERANCE = "Please turn on the kitchen lights and set the thermostat to twenty one degrees."
 REPLY = "The kitchen lights are on. The thermostat is set to twenty one degrees. Anything else?"
@@ -65,6 +66,14 @@ async def feed_realtime(session: SpeechSession, audio: np.ndarray) -> float:
     return time.perf_counter()
 
 
+async def final_of(session: SpeechSession) -> FinalTranscript:
+    """The session's final transcript, read from its event stream."""
+    async for event in session.events():
+        if isinstance(event, FinalTranscript):
+            return event
+    raise RuntimeError("the session ended without a transcript")
+
+
 async def bench_asr(
     engines: Engines, utterance: np.ndarray, runs: int, partials: bool
 ) -> dict[str, float]:
@@ -77,9 +86,11 @@ async def bench_asr(
         one_shot.append(time.perf_counter() - began)
 
         session = engines.new_session(options=SessionOptions(partials=partials))
+        reader = asyncio.ensure_future(final_of(session))
         await feed_realtime(session, audio)
         ended = time.perf_counter()
-        final = await session.finish()
+        await session.finish()
+        final = await reader
         latency.append(time.perf_counter() - ended)
         texts.add(final.text)
         await session.close()
@@ -146,12 +157,20 @@ async def bench_s2s(engines: Engines, utterance: np.ndarray, runs: int) -> dict[
             run = engines.pipeline.start(
                 session=session, conversation_id=f"bench{key}{i}", speculate=speculate
             )
+            first: float | None = None
+
+            async def read(run: PipelineRun = run) -> None:
+                nonlocal first
+                async for event in run.events():
+                    if isinstance(event, SpeechAudio) and first is None:
+                        first = time.perf_counter()
+
+            # The run reads the session's events from the start (speculation needs it).
+            reader = asyncio.ensure_future(read())
             await feed_realtime(session, audio)
             ended = time.perf_counter()
-            first = None
-            async for event in run.events():
-                if isinstance(event, SpeechAudio) and first is None:
-                    first = time.perf_counter()
+            await session.finish()
+            await reader
             latency.append((first or time.perf_counter()) - ended)
         results[f"{key}_end_of_audio_ms"] = median(latency) * 1000
         results[f"{key}_end_of_speech_ms"] = (median(latency) + silence_s) * 1000

@@ -174,7 +174,7 @@ async def speak(daemon: Daemon) -> np.ndarray:
     from wyoming.client import AsyncTcpClient
     from wyoming.tts import Synthesize
 
-    from daemon.audio import resample_pcm
+    from daemon.audio.pcm import resample_pcm
 
     pcm, rate = bytearray(), RATE
     async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:

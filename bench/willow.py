@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, percentile, write_section  # noqa: E402
 from bench.run import UTTERANCE  # noqa: E402
-from daemon.audio import RATE, encode  # noqa: E402
+from daemon.audio.pcm import RATE, encode  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 
 CHUNK = 1024

@@ -11,6 +11,8 @@ measures both, in the same run, on loopback:
   Hearth also cached (the same text again).
 
 Run: .venv/bin/python bench/wyoming_bench.py [--runs 5]
+     .venv/bin/python bench/wyoming_bench.py --batching [--runs 5]: only the 10-client
+     row, Hearth with ``asr.max_batch`` 1 and 10, beside the reference (section "batching").
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, percentile, write_section  # noqa: E402
-from daemon.audio import resample_pcm  # noqa: E402
-from daemon.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
+from daemon.audio.pcm import resample_pcm  # noqa: E402
+from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import free_port, words  # noqa: E402
 
@@ -76,6 +78,23 @@ def reference_venv() -> Path:
     return bin_dir
 
 
+def reference_asr(bin_dir: Path, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    """wyoming-faster-whisper on the embedded tiny.en, as Hearth runs it by default."""
+    model = embedded_path(EMBEDDED_ASR["tiny.en"])
+    assert model is not None, "run 'make install' first"
+    return subprocess.Popen(
+        [
+            str(bin_dir / "wyoming-faster-whisper"),
+            *("--uri", f"tcp://127.0.0.1:{port}", "--model", str(model)),
+            *("--stt-library", "faster-whisper", "--local-files-only", "--device", "cpu"),
+            *("--compute-type", "int8", "--beam-size", "1", "--language", "en"),
+            *("--data-dir", str(workdir / "ref-data")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 @contextlib.contextmanager
 def servers(workdir: Path) -> Iterator[tuple[Server, Server, Server]]:
     """Hearth, wyoming-faster-whisper and wyoming-piper, each on a free port."""
@@ -88,16 +107,7 @@ def servers(workdir: Path) -> Iterator[tuple[Server, Server, Server]]:
     asr = Server("wyoming-faster-whisper", free_port())
     tts = Server("wyoming-piper", free_port())
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    asr.proc = subprocess.Popen(
-        [
-            str(bin_dir / "wyoming-faster-whisper"),
-            *("--uri", f"tcp://127.0.0.1:{asr.port}", "--model", str(model)),
-            *("--stt-library", "faster-whisper", "--local-files-only", "--device", "cpu"),
-            *("--compute-type", "int8", "--beam-size", "1", "--language", "en"),
-            *("--data-dir", str(workdir / "ref-data")),
-        ],
-        **quiet,  # type: ignore[call-overload]
-    )
+    asr.proc = reference_asr(bin_dir, asr.port, workdir)
     tts.proc = subprocess.Popen(
         [
             str(bin_dir / "wyoming-piper"),
@@ -284,10 +294,93 @@ async def run(runs: int) -> str:
     return "\n".join(rows)
 
 
+BATCH = 10
+"""asr.max_batch of the batching variant: all ten clients in one decode."""
+
+
+async def concurrent_round(server: Server, pcm: bytes, clients: int = 10) -> list[float]:
+    """Audio-stop -> transcript of ``clients`` at once; only correct transcripts count."""
+    results = await asyncio.gather(
+        *(transcribe(server, pcm) for _ in range(clients)), return_exceptions=True
+    )
+    ok = [r for r in results if not isinstance(r, BaseException)]
+    return [r[0] for r in ok if words(r[1]) == words(UTTERANCE)]
+
+
+async def batching(rounds: int) -> str:
+    """10 concurrent clients: Hearth with batching off and on, beside the reference."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        bin_dir = reference_venv()
+        for name in ("off", "on"):
+            (work / name).mkdir()
+        off = Daemon(work / "off", extra="asr:\n  max_batch: 1\n")
+        on = Daemon(work / "on", extra=f"asr:\n  max_batch: {BATCH}\n  batch_window_ms: 5\n")
+        ref = Server("wyoming-faster-whisper", free_port())
+        ref.proc = reference_asr(bin_dir, ref.port, work)
+        try:
+            off.start()
+            on.start()
+            hearth_off = Server("Hearth, batching off", off.wyoming_port, daemon=off)
+            hearth_on = Server(f"Hearth, batching on (max {BATCH}, 5 ms)", on.wyoming_port)
+            contenders = (hearth_off, hearth_on, ref)
+            await asyncio.gather(*(wait_ready(s) for s in contenders))
+            _, _, rate, spoken = await synthesize(hearth_off, UTTERANCE)
+            speech = np.frombuffer(resample_pcm(spoken, rate, RATE), dtype=np.int16)
+            pad = max(0, int(UTTERANCE_S * RATE) - len(speech))
+            audio = np.concatenate(
+                [np.zeros(pad // 2, np.int16), speech, np.zeros(pad - pad // 2, np.int16)]
+            )
+            pcm = np.concatenate([audio, np.zeros(int(TRAILING_S * RATE), np.int16)]).tobytes()
+            for server in contenders:
+                await transcribe(server, pcm)  # warm-up
+            latencies: dict[str, list[float]] = {s.name: [] for s in contenders}
+            for _ in range(rounds):  # interleaved so that drift hits all alike
+                for server in contenders:
+                    latencies[server.name] += await concurrent_round(server, pcm)
+        finally:
+            on.stop()
+            off.stop()
+            ref.proc.terminate()
+            ref.proc.wait(10)
+
+    ref_p95 = percentile(latencies[ref.name], 0.95)
+    rows = [
+        "## Batching: 10 concurrent Wyoming clients",
+        "",
+        f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. {rounds} rounds of "
+        "10 clients at once, each sending the same 4.0 s utterance + 0.7 s silence at real "
+        "time; the three servers take turns in each round (same client, loopback TCP, tiny.en "
+        "int8 beam 1 on CPU). Latency is audio-stop -> transcript; only correct transcripts "
+        "count. Run with `.venv/bin/python bench/wyoming_bench.py --batching`.",
+        "",
+        "| server | correct | p50 | p95 | p95 / reference p95 (target <= 0.40) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for server in contenders:
+        got = latencies[server.name]
+        p95 = percentile(got, 0.95)
+        rows.append(
+            f"| {server.name} | {len(got)}/{rounds * 10} | {percentile(got, 0.5) * 1000:.0f} ms "
+            f"| {p95 * 1000:.0f} ms | {p95 / ref_p95:.2f} |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--batching",
+        action="store_true",
+        help="only the 10-client row, Hearth with asr batching off and on (section 'batching')",
+    )
     args = parser.parse_args()
+    if args.batching:
+        text = asyncio.run(batching(args.runs))
+        print(text)
+        write_section("batching", text)
+        return
     text = asyncio.run(run(args.runs))
     print(text)
     write_section("wyoming", text)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from .errors import ConfigError
+from daemon.errors import ConfigError
 
 DEVICE_HELP = "auto, cpu, cuda or cuda:N"
 COMPUTE_TYPES = (
@@ -182,6 +182,8 @@ class AsrConfig:
     partial_interval_ms: int = field(default=600, metadata=_c(min=100, max=10000))
     partials: Literal["auto", "on", "off"] = "auto"
     allow_download: bool = True
+    batch_window_ms: int = field(default=5, metadata=_c(min=0, max=1000))
+    max_batch: int = field(default=0, metadata=_c(min=0, max=64))
 
 
 @dataclass(frozen=True)

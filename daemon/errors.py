@@ -121,6 +121,12 @@ class LlmUnavailable(HearthError):
     code = "llm-unavailable"
 
 
+class RequestTimeout(HearthError):
+    """A request ran past its deadline (``limits.request_timeout_s``)."""
+
+    code = "timeout"
+
+
 class Busy(HearthError):
     """Too many requests are already queued for an engine."""
 

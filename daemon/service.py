@@ -1,13 +1,18 @@
 """The daemon's lifecycle: bind listeners, load engines, serve, reload, shut down.
 
 Everything with side effects at start-up happens here (never at import): probing
-hardware, loading models, warming them up. HTTP listens first so that /healthz
-can answer 503 while engines load; once the engines are warm and every listener
-is bound, "Ready" is logged and systemd is told ``READY=1``.
+hardware, checking library patches, loading models, warming them up. The service
+holds its listeners (HTTP/HTTPS, Wyoming, WebRTC) behind one interface,
+:class:`protocols.listener.Listener`, and knows nothing else of them. Early ones
+(HTTP) bind first, so that /healthz can answer 503 while engines load; once the
+engines are warm and every listener is bound, "Ready" is logged and systemd is
+told ``READY=1``.
 
-SIGHUP reloads the configuration (see :mod:`daemon.reload`). SIGTERM stops the
-listeners accepting, unregisters mDNS, gives in-flight requests up to
-``limits.shutdown_grace_s`` to finish, then exits 0.
+SIGHUP reloads the configuration (see :mod:`daemon.runtime.reload`): every listener
+is reconfigured and says when the requests running on the previous engines have
+ended. SIGTERM stops every listener accepting, unregisters mDNS, gives in-flight
+requests up to ``limits.shutdown_grace_s`` to finish, then exits 0; a second
+SIGTERM (or SIGINT) cancels what is still running.
 """
 
 from __future__ import annotations
@@ -17,34 +22,32 @@ import contextlib
 import enum
 import functools
 import logging
-import math
 import platform
 import signal
 import time
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .config import Config, load_config
-from .engines import Engines, load_engines
-from .errors import ConfigError, ModelUnavailable
-from .hardware import HardwareReport, probe
-from .inflight import InFlight
-from .logs import set_level
-from .metrics import Metrics, ServiceSnapshot, outcome_of_code
-from .notify import Notifier, keep_alive, watchdog_interval
-from .reload import ReloadPlan, plan_reload, retire
-from .startup import in_daemon_thread, warm_up
-from .training import Training
+from daemon import __version__
+from daemon.config import Config, load_config
+from daemon.engines.hardware import HardwareReport, probe
+from daemon.errors import ConfigError, ModelUnavailable
+from daemon.ops.inflight import InFlight
+from daemon.ops.logs import set_level
+from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
+from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
+from daemon.runtime.engines import Engines, load_engines
+from daemon.runtime.reload import ReloadPlan, plan_reload, retire
+from daemon.runtime.startup import in_daemon_thread, warm_up
+from daemon.voices.training import Training
 
 if TYPE_CHECKING:
-    from protocols.webrtc.manager import RtcManager
-    from protocols.wyoming.server import WyomingServer
-
-    from .mdns import Advertiser
+    from daemon.ops.mdns import Advertiser
+    from protocols.listener import Listener
 
 _LOGGER = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class ServiceState(enum.Enum):
@@ -73,16 +76,17 @@ class HearthService:
         self.state = ServiceState.STARTING
         self.error = ""
         self.started = time.monotonic()
-        self.wyoming: WyomingServer | None = None
-        self.rtc: RtcManager | None = None
+        self.listeners: list[Listener] = []
+        """Every way in, in start-up order (made by ``run``)."""
         self.mdns: Advertiser | None = None
         self._mdns_start: asyncio.Task[None] | None = None
         self.notifier = notifier or Notifier()
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
         self.metrics = Metrics(self._metrics_snapshot)
-        self._servers: list[Any] = []
+        self._stop_requested = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None
+        self._stopping_now: asyncio.Task[None] | None = None
         self._reload_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -106,16 +110,17 @@ class HearthService:
         return self.state is ServiceState.READY, details
 
     def _metrics_snapshot(self) -> ServiceSnapshot:
-        sessions = {"willow": 0, "openai": 0} | self.inflight.active()
-        sessions["wyoming"] = self.wyoming.connections if self.wyoming is not None else 0
-        sessions["webrtc"] = len(self.rtc.sessions) if self.rtc is not None else 0
+        sessions: dict[str, int] = {}
+        for listener in self.listeners:
+            sessions |= listener.active_sessions()
         states = tuple(s.value for s in ServiceState)
-        return ServiceSnapshot(self.state.value, states, self.engines, sessions)
+        gauges = self.engines.gauges() if self.engines is not None else None
+        return ServiceSnapshot(self.state.value, states, gauges, sessions)
 
     def _status_line(self) -> str:
         models = len(self.engines.status) if self.engines is not None else 0
-        wyoming = self.wyoming.uri if self.wyoming is not None else "off"
-        return f"Ready: {models} models; HTTP port {self.config.http.port}; Wyoming {wyoming}"
+        where = [text for listener in self.listeners if (text := listener.describe())]
+        return "; ".join([f"Ready: {models} models", *where])
 
     # ---------------------------------------------------------------- life
 
@@ -127,11 +132,14 @@ class HearthService:
         if self.report is None:
             self.report = await in_daemon_thread(probe)
         self.engines = await in_daemon_thread(load_engines, self.config, self.report)
-        self.metrics.watch(self.engines)
+        self.metrics.watch(self.engines.pools)
         self.notifier.status("Warming up models")
         await warm_up(self.engines)
-        await self._start_listeners()
-        await self._http_bound()
+        self.notifier.status("Binding listeners")
+        await self._start_listeners(early=False)
+        if self._stopping is not None:
+            return  # stopped while loading: never READY
+        self._start_mdns()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
         # Voice training interrupted by a stop or a reboot goes on from its last checkpoint.
@@ -144,33 +152,24 @@ class HearthService:
             raise ModelUnavailable("the daemon is still loading its models")
         return self.engines
 
-    async def _start_listeners(self) -> None:
-        """Bind the Wyoming listener, then advertise both services over mDNS."""
-        from protocols.wyoming.server import WyomingServer
-
-        config = self.config
-        self.notifier.status("Binding listeners")
-        self.wyoming = WyomingServer(
-            config.wyoming.uri,
-            self.current_engines,
-            max_connections=config.wyoming.max_connections,
-            max_event_bytes=config.wyoming.max_event_bytes,
-            body_timeout_s=config.limits.request_timeout_s,
-            observer=lambda code: self.metrics.request("wyoming", outcome_of_code(code)),
-        )
-        await self.wyoming.start()
-        self._start_mdns()
+    async def _start_listeners(self, early: bool) -> None:
+        """Start the early listeners (before loading) or the others, in list order."""
+        for listener in self.listeners:
+            if listener.early == early and self._stopping is None:
+                await listener.start()
 
     def _start_mdns(self) -> None:
-        """Advertise the Wyoming and HTTP services (when mdns.enabled)."""
+        """Advertise what the listeners announce (when mdns.enabled)."""
         config = self.config
-        if not config.mdns.enabled:
+        if not config.mdns.enabled or self._stopping is not None:
             return
-        from .mdns import HTTP_TYPE, WYOMING_TYPE, Advertised, Advertiser
+        from daemon.ops.mdns import Advertised, Advertiser
 
-        services = [Advertised(HTTP_TYPE, config.http.port, {"path": "/"})]
-        if self.wyoming is not None and self.wyoming.port:
-            services.insert(0, Advertised(WYOMING_TYPE, self.wyoming.port, {}))
+        services = [
+            Advertised(a.type, a.port, dict(a.properties))
+            for listener in self.listeners
+            for a in listener.announcements()
+        ]
         self.mdns = Advertiser(config.mdns, services)
         # Probing for name conflicts takes seconds: do not hold up readiness.
         self._mdns_start = asyncio.create_task(self.mdns.start(), name="mdns-start")
@@ -178,68 +177,62 @@ class HearthService:
     async def _stop_mdns(self) -> None:
         """Unregister from mDNS; safe to call more than once."""
         mdns, self.mdns = self.mdns, None
-        if self._mdns_start is not None:
-            self._mdns_start.cancel()
+        starting, self._mdns_start = self._mdns_start, None
+        if starting is not None:
+            starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._mdns_start
-            self._mdns_start = None
+                await starting
         if mdns is not None:
             await mdns.close()
 
-    async def _http_bound(self) -> None:
-        """Wait until every HTTP(S) listener is bound (READY=1 promises it)."""
-        while not all(s.started or s.should_exit for s in self._servers):
-            await asyncio.sleep(0.05)
+    def _make_listeners(self) -> list[Listener]:
+        """HTTP/HTTPS (with the WebRTC signaling routes), Wyoming, WebRTC."""
+        from protocols.http.app import create_app
+        from protocols.http.server import HttpListener
+        from protocols.webrtc.manager import RtcManager
+        from protocols.wyoming.server import WyomingServer
+
+        config = self.config
+        # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
+        rtc = RtcManager(config.webrtc, self.current_engines)
+        http = HttpListener(
+            create_app(self, rtc), config, self.inflight, on_failure=self._begin_stop
+        )
+        wyoming = WyomingServer.from_config(
+            config,
+            self.current_engines,
+            observer=lambda code: self.metrics.request("wyoming", outcome_of_code(code)),
+        )
+        return [http, wyoming, rtc]
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
-        from protocols.http.app import create_app
-        from protocols.webrtc.manager import RtcManager
+        from protocols.patches import verify_all
 
-        from .httpserver import DaemonServer
-
-        app = create_app(self)
-        # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
-        self.rtc = RtcManager(self.config.webrtc, self.current_engines)
-        app.state.rtc = self.rtc
-        http = self.config.http
-        server = DaemonServer(self._uvicorn_config(app, http.port), on_stop=self._begin_stop)
-        self._servers = [server]
-        if self.config.https.enabled:
-            from .tls import certificate_files, fingerprint
-
-            cert, key = await asyncio.to_thread(certificate_files, self.config)
-            tls = DaemonServer(
-                self._uvicorn_config(app, self.config.https.port, cert, key), own_signals=False
-            )
-            server.followers.append(tls)
-            self._servers.append(tls)
-            _LOGGER.info(
-                "HTTPS on https://%s:%d (certificate %s, SHA-256 %s)",
-                http.host,
-                self.config.https.port,
-                cert,
-                fingerprint(cert),
-            )
+        verify_all()  # a library upgraded past what a patch was written for is logged now
+        self.listeners = self._make_listeners()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
+        # These stay until the loop closes: a second signal while listeners drain
+        # must not kill the process with the signal's status.
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self._on_stop_signal, sig)
         interval = watchdog_interval() if self.notifier.enabled else None
         if interval is not None:
             self._spawn(keep_alive(self.notifier, interval), "watchdog")
             _LOGGER.info("systemd watchdog: a keep-alive every %.1f s", interval)
-        loader = asyncio.create_task(self._load_or_fail(server))
-        _LOGGER.info("Hearth %s listening on http://%s:%d", __version__, http.host, http.port)
+        loader: asyncio.Task[None] | None = None
         try:
-            await asyncio.gather(*(s.serve() for s in self._servers))
+            await self._start_listeners(early=True)
+            loader = asyncio.create_task(self._load_or_fail(), name="load")
+            await self._stop_requested.wait()
         finally:
             loop.remove_signal_handler(signal.SIGHUP)
             self._begin_stop()
-            server.stop()
-            loader.cancel()
-            try:
-                await loader
-            except asyncio.CancelledError:
-                pass
+            if loader is not None:
+                loader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loader
             await self.close()
             self.notifier.close()
         return 1 if self.error else 0
@@ -251,25 +244,7 @@ class HearthService:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _uvicorn_config(
-        self, app: Any, port: int, cert: Path | None = None, key: Path | None = None
-    ) -> Any:
-        import uvicorn
-
-        return uvicorn.Config(
-            app,
-            host=self.config.http.host,
-            port=port,
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            ws="websockets-sansio",
-            ssl_certfile=str(cert) if cert else None,
-            ssl_keyfile=str(key) if key else None,
-            timeout_graceful_shutdown=math.ceil(self.config.limits.shutdown_grace_s),
-        )
-
-    async def _load_or_fail(self, server: Any) -> None:
+    async def _load_or_fail(self) -> None:
         try:
             await self.load()
         except asyncio.CancelledError:
@@ -279,7 +254,7 @@ class HearthService:
             self.error = str(exc)
             _LOGGER.error("Engines failed to load: %s", exc)
             self.notifier.status(f"Failed: {exc}")
-            server.stop()
+            self._begin_stop()
 
     # ---------------------------------------------------------------- reload
 
@@ -345,7 +320,7 @@ class HearthService:
 
         engines = await in_daemon_thread(load_changed)
         try:
-            self.metrics.watch(engines)
+            self.metrics.watch(engines.pools)
             await warm_up(engines, previous)
         except BaseException:
             await retire(engines, previous, lambda: True, 0)  # close only what is new
@@ -357,27 +332,24 @@ class HearthService:
         old = self.config
         self.config = plan.config
         self.training.reconfigure(plan.config)
-        if engines is not None and self.engines is not None:
-            previous, self.engines = self.engines, engines
-            self.inflight.generation += 1
-            generation = self.inflight.generation
-            busy = self.wyoming.busy_connections() if self.wyoming is not None else []
-
-            def drained() -> bool:
-                return not self.inflight.started_before(generation) and not any(
-                    c.busy for c in busy
-                )
-
+        previous = self.engines
+        swapped = engines if engines is not None and previous is not None else None
+        if swapped is not None:
+            self.engines = swapped
+        # After the swap: a listener told of new engines points its clients at them.
+        drained = [listener.reconfigure(plan.config, swapped) for listener in self.listeners]
+        if swapped is not None and previous is not None:
             self._spawn(
-                retire(previous, engines, drained, self.config.limits.request_timeout_s),
+                retire(
+                    previous,
+                    swapped,
+                    lambda: all(check() for check in drained),
+                    self.config.limits.request_timeout_s,
+                ),
                 "retire-engines",
             )
         if old.log.level != plan.config.log.level:
             set_level(plan.config.log.level)
-        if self.wyoming is not None:
-            self.wyoming.max_connections = plan.config.wyoming.max_connections
-            self.wyoming.max_event_bytes = plan.config.wyoming.max_event_bytes
-            self.wyoming.body_timeout_s = plan.config.limits.request_timeout_s
         if old.mdns != plan.config.mdns:
             self._spawn(self._restart_mdns(), "mdns-restart")
 
@@ -387,6 +359,16 @@ class HearthService:
 
     # ---------------------------------------------------------------- stop
 
+    def _on_stop_signal(self, sig: int) -> None:
+        """SIGTERM/SIGINT: drain gracefully; a second one stops at once."""
+        name = signal.Signals(sig).name
+        if self._stopping is None:
+            _LOGGER.info("Stopping on %s", name)
+            self._begin_stop()
+        elif self._stopping_now is None:
+            _LOGGER.warning("Stopping now on a second %s: requests in flight are cancelled", name)
+            self._stopping_now = asyncio.create_task(self._stop_listeners(0.0), name="stop-now")
+
     def _begin_stop(self) -> None:
         """The first stop request: tell systemd, start draining every listener."""
         if self._stopping is not None:
@@ -395,27 +377,29 @@ class HearthService:
         if self.state is not ServiceState.FAILED:
             self.state = ServiceState.STOPPING
         self.notifier.stopping(f"Stopping: in-flight requests get up to {grace:g} s")
-        self._stopping = asyncio.create_task(self._stop_listeners(grace), name="stop")
+        self._stop_requested.set()
+        self._stopping = asyncio.create_task(self._drain(grace), name="stop")
+
+    async def _drain(self, grace_s: float) -> None:
+        """Unregister mDNS while every listener stops; requests get ``grace_s``."""
+        await asyncio.gather(self._stop_mdns(), self._stop_listeners(grace_s))
 
     async def _stop_listeners(self, grace_s: float) -> None:
-        """Unregister mDNS and stop Wyoming accepting; its open requests get ``grace_s``.
-
-        HTTP drains at the same time in uvicorn (``timeout_graceful_shutdown``).
-        """
-        wyoming, self.wyoming = self.wyoming, None
-        rtc, self.rtc = self.rtc, None
-        steps = [self._stop_mdns()]
-        if rtc is not None:
-            steps.append(rtc.close())
-        if wyoming is not None:
-            steps.append(wyoming.stop(grace_s))
-        await asyncio.gather(*steps)
+        """Stop every listener at once; one that fails to stop does not hold up the rest."""
+        results = await asyncio.gather(
+            *(listener.stop(grace_s) for listener in self.listeners), return_exceptions=True
+        )
+        for listener, result in zip(self.listeners, results, strict=True):
+            if isinstance(result, Exception):
+                _LOGGER.error("Stopping %s failed: %s", listener.name, result, exc_info=result)
 
     async def close(self) -> None:
         """Stop listeners, finish retiring, release engines; safe to call more than once."""
         self._begin_stop()
         assert self._stopping is not None
         await self._stopping
+        if self._stopping_now is not None:
+            await self._stopping_now
         for task in list(self._tasks):
             task.cancel()  # a retirement closes what it holds on its way out
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from daemon.audio import RATE
+from daemon.audio.pcm import RATE
 from daemon.config import Config, parse_config
-from daemon.tts.base import SynthesisOptions
+from daemon.engines.tts.base import SynthesisOptions
 
 DETERMINISTIC = SynthesisOptions(sample_rate=RATE, noise_scale=0.0, noise_w_scale=0.0)
 """Piper without its random noise: the same audio on every run."""
@@ -32,8 +32,8 @@ def config(state_dir: Path) -> Config:
 
 @pytest.fixture(scope="session")
 def engines(config: Config):
-    from daemon.engines import load_engines
-    from daemon.hardware import probe
+    from daemon.engines.hardware import probe
+    from daemon.runtime.engines import load_engines
 
     logging.getLogger("daemon").setLevel(logging.INFO)
     loaded = load_engines(config, probe())

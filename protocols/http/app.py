@@ -8,22 +8,34 @@ Only the Home Assistant card's routes are open to other origins
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from daemon import __version__
+from protocols.http import (
+    errors,
+    metrics,
+    openai_api,
+    voices_api,
+    willow,
+    willow_chat,
+    willow_speech,
+)
+from protocols.http.auth import require_api_key
+from protocols.http.common import BodyLimit, ServiceView
+from protocols.http.cors import CardCors
 
-from . import errors, metrics, openai_api, voices_api, willow, willow_chat, willow_speech
-from .auth import require_api_key
-from .common import BodyLimit, ServiceView
-from .cors import CardCors
+if TYPE_CHECKING:
+    from protocols.webrtc.manager import RtcManager
 
 __all__ = ["ServiceView", "create_app"]
 
 
-def create_app(service: ServiceView) -> FastAPI:
-    """Build the app for one running service."""
+def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
+    """Build the app for one running service (``rtc``: the WebRTC sessions' manager)."""
     app = FastAPI(
         title="Hearth",
         version=__version__,
@@ -33,6 +45,7 @@ def create_app(service: ServiceView) -> FastAPI:
         openapi_url=None,
     )
     app.state.service = service
+    app.state.rtc = rtc  # signaling answers "not ready" while it is None
     errors.install(app)
     app.add_middleware(BodyLimit, service=service)
     # Around BodyLimit: counts 413s too. In-flight tracking stays on with metrics off.

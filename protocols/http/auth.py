@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from starlette.requests import HTTPConnection
 
-from .errors import HttpError
+from protocols.http.errors import HttpError
 
 BASIC_CHALLENGE = 'Basic realm="Hearth"'
 """What a 401 asks for when the request sent no key header."""

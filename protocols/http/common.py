@@ -9,9 +9,8 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from daemon.config import Config
-from daemon.engines import Engines
-
-from .errors import HttpError, error_response
+from daemon.runtime.engines import Engines
+from protocols.http.errors import HttpError, error_response
 
 
 class ServiceView(Protocol):

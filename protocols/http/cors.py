@@ -15,8 +15,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .common import ServiceView
-from .errors import HttpError, error_response
+from protocols.http.common import ServiceView
+from protocols.http.errors import HttpError, error_response
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from daemon.asr.base import Segment
+from daemon.engines.asr.base import Segment
 from daemon.errors import InvalidRequest
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")

@@ -18,11 +18,10 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from daemon.inflight import InFlight
-from daemon.logs import request_id
-from daemon.metrics import CONTENT_TYPE, Metrics, outcome_of_status
-
-from .auth import require_api_key
+from daemon.ops.inflight import InFlight
+from daemon.ops.logs import request_id
+from daemon.ops.metrics import CONTENT_TYPE, Metrics, outcome_of_status
+from protocols.http.auth import require_api_key
 
 UNCOUNTED = frozenset({"/api/ping"})
 """Probes: counting them would drown the requests that matter."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from daemon.engines import Engines
+from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import UnknownVoice
-from daemon.tts.base import SynthesisOptions
+from daemon.runtime.engines import Engines
 
 WIS_MODELS = frozenset({"tiny", "base", "small", "medium", "large", "large-v2", "large-v3"})
 """Model names Willow Inference Server accepts; they mean Hearth's default ASR model."""
@@ -45,15 +45,16 @@ def synthesis_options(
 
     ``name`` may be a voice in the store, a speaker of the default voice, or one of
     ``aliases`` (case-insensitive) or empty for the default voice; anything else is
-    an unknown voice (404).
+    an unknown voice (404). Runs on the event loop: voices come from the store's
+    memory (:meth:`VoiceStore.recall`), and synthesis reads the voice afresh.
     """
     assert engines.tts is not None
     if not name or name.lower() in aliases:
         return SynthesisOptions(speed=speed, sample_rate=sample_rate)
-    if engines.voices.find(name) is not None:
+    if engines.voices.recall(name) is not None:
         return SynthesisOptions(voice=name, speed=speed, sample_rate=sample_rate)
     default = engines.tts.check_voice(SynthesisOptions())
     if name in default.speakers:
         return SynthesisOptions(speaker=name, speed=speed, sample_rate=sample_rate)
-    known = ", ".join(v.name for v in engines.voices.list())
+    known = engines.voices.names()
     raise UnknownVoice(f"unknown voice or speaker '{name[:64]}' (voices: {known})")

@@ -17,20 +17,19 @@ from fastapi import APIRouter, Depends, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.asr.base import Segment, TranscribeOptions, Transcript
-from daemon.audio_stream import output_format
-from daemon.chat import ChatService
-from daemon.engines import Engines
+from daemon.audio.stream import output_format
+from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.engines.llm.base import ChatMessage, Sampling
 from daemon.errors import HearthError, InvalidRequest
-from daemon.llm.base import ChatMessage, Sampling
-from daemon.transcribe import decode_upload, stream_segments, transcribe_samples
-from daemon.tts.streaming import open_speech
-
-from . import formats
-from .auth import require_api_key
-from .common import config_of, ready_engines, require
-from .errors import timed_out
-from .names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name, synthesis_options
+from daemon.runtime.engines import Engines
+from daemon.speech.chat import ChatService
+from daemon.speech.speak import open_speech
+from daemon.speech.transcribe import decode_upload, stream_segments, transcribe_samples
+from protocols.http import formats
+from protocols.http.auth import require_api_key
+from protocols.http.common import config_of, ready_engines, require
+from protocols.http.errors import timed_out
+from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name, synthesis_options
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
 SPEECH_RATE = 24000
@@ -183,9 +182,15 @@ def chat_messages(raw: list[dict[str, Any]]) -> list[ChatMessage]:
 
 @router.post("/chat/completions", summary="Chat with the LLM")
 async def chat_completions(
-    body: ChatRequest, engines: Engines = Depends(ready_engines)
+    body: ChatRequest, request: Request, engines: Engines = Depends(ready_engines)
 ) -> Response:
-    """A reply from the configured LLM (local or remote); ``stream`` sends SSE chunks."""
+    """A reply from the configured LLM (local or remote); ``stream`` sends SSE chunks.
+
+    The whole reply, streamed or not, ends within ``limits.request_timeout_s``: 504
+    before the first piece, an error chunk after it.
+    """
+    timeout_s = config_of(request).limits.request_timeout_s
+    deadline = asyncio.get_running_loop().time() + timeout_s
     chat: ChatService = require(engines.chat, "LLM")
     messages = chat_messages(body.messages)
     base = chat.settings.sampling
@@ -197,13 +202,20 @@ async def chat_completions(
     model = body.model or chat.llm.name
     reply_id = f"chatcmpl-{uuid.uuid4().hex}"
     pieces = chat.complete(messages, sampling)
+    try:
+        async with asyncio.timeout_at(deadline):
+            if body.stream:
+                first = await _first_piece(pieces)  # errors before any byte become statuses
+            else:
+                text = "".join([piece async for piece in pieces])
+                prompt_tokens, completion_tokens = await asyncio.to_thread(
+                    _count_tokens, chat, messages, text
+                )
+    except TimeoutError:
+        raise timed_out(timeout_s) from None
     if body.stream:
-        first = await _first_piece(pieces)  # errors before any byte become statuses
-        return StreamingResponse(
-            _chat_chunks(reply_id, model, first, pieces), media_type="text/event-stream"
-        )
-    text = "".join([piece async for piece in pieces])
-    prompt_tokens, completion_tokens = await asyncio.to_thread(_count_tokens, chat, messages, text)
+        chunks = _chat_chunks(reply_id, model, first, pieces, deadline, timeout_s)
+        return StreamingResponse(chunks, media_type="text/event-stream")
     return JSONResponse(
         {
             "id": reply_id,
@@ -239,8 +251,14 @@ async def _first_piece(pieces: AsyncIterator[str]) -> str | None:
 
 
 async def _chat_chunks(
-    reply_id: str, model: str, first: str | None, pieces: AsyncIterator[str]
+    reply_id: str,
+    model: str,
+    first: str | None,
+    pieces: AsyncIterator[str],
+    deadline: float,
+    timeout_s: float,
 ) -> AsyncIterator[bytes]:
+    """The reply as SSE chunks; an error chunk ends it at ``deadline`` (loop time)."""
     created = int(time.time())
 
     def chunk(delta: dict[str, str], finish: str | None = None) -> bytes:
@@ -258,11 +276,22 @@ async def _chat_chunks(
     finish = "stop"
     if first is not None:
         yield chunk({"content": first})
+        error: HearthError | None = None
         try:
-            async for piece in pieces:
+            while True:
+                # Each wait for a piece is timed, never a yield: the client's own pace
+                # must not turn into a cancellation of the response's task.
+                async with asyncio.timeout_at(deadline):
+                    piece = await anext(pieces, None)
+                if piece is None:
+                    break
                 yield chunk({"content": piece})
         except HearthError as exc:
-            yield formats.sse({"error": {"message": exc.message, "code": exc.code}})
+            error = exc
+        except TimeoutError:
+            error = timed_out(timeout_s)
+        if error is not None:
+            yield formats.sse({"error": {"message": error.message, "code": error.code}})
             finish = "error"
     yield chunk({}, finish)
     yield formats.sse("[DONE]")

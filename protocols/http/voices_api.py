@@ -14,15 +14,14 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
-from daemon.engines import Engines
-from daemon.enroll import Enrollment
+from daemon.engines.tts.voices import VoiceStore
 from daemon.errors import InvalidRequest
-from daemon.training import Training
-from daemon.voice_import import import_bytes
-from daemon.voices import VoiceStore
-
-from .auth import require_api_key
-from .common import config_of, ready_engines, service_of
+from daemon.runtime.engines import Engines
+from daemon.voices.enroll import Enrollment
+from daemon.voices.importer import import_bytes
+from daemon.voices.training import Training
+from protocols.http.auth import require_api_key
+from protocols.http.common import config_of, ready_engines, service_of
 
 router = APIRouter(tags=["voices"], dependencies=[Depends(require_api_key)])
 
@@ -52,7 +51,7 @@ def training_of(request: Request) -> Training:
 @router.get("/api/voices", summary="Every voice in the store")
 async def list_voices(request: Request) -> dict[str, Any]:
     """Bundled and user voices with their metadata, and the default voice."""
-    voices = await asyncio.to_thread(store_of(request).list)
+    voices = await store_of(request).list_async()
     return {
         "default": config_of(request).tts.default_voice,
         "voices": [voice.describe() for voice in voices],
@@ -94,7 +93,7 @@ async def add_voice(
 @router.get("/api/voices/{name}", summary="One voice")
 async def show_voice(request: Request, name: str) -> dict[str, Any]:
     """The voice's metadata and synthesis defaults."""
-    return store_of(request).get(name).describe()
+    return (await store_of(request).get_async(name)).describe()
 
 
 @router.delete("/api/voices/{name}", summary="Remove a user voice", status_code=204)
@@ -132,13 +131,13 @@ async def change_voice(
         if not isinstance(new_name, str):
             raise InvalidRequest("name must be a string")
         name = (await asyncio.to_thread(store.rename, name, new_name)).name
-    return store.get(name).describe()
+    return (await store.get_async(name)).describe()
 
 
 @router.get("/api/voices/{name}/enrollment", summary="Prompts and progress of an enrollment")
 async def enrollment_status(request: Request, name: str) -> dict[str, Any]:
     """Prompts to read, accepted takes and progress toward the target duration."""
-    return Enrollment(config_of(request), name).status()
+    return await asyncio.to_thread(Enrollment(config_of(request), name).status)
 
 
 @router.put("/api/voices/{name}/enrollment/takes/{index}", summary="Record a take")
@@ -150,10 +149,10 @@ async def record_take(
     Answers the checks; ``accepted`` false lists the problems to fix before a retake.
     """
     enrollment = Enrollment(config_of(request), name)
-    enrollment.prompt(index)
+    await asyncio.to_thread(enrollment.prompt, index)  # a wrong index: before the upload
     data = await request.body()
     check = await enrollment.add_take(engines, data, index)
-    return {"take": check.__dict__, "status": enrollment.status()}
+    return {"take": check.__dict__, "status": await asyncio.to_thread(enrollment.status)}
 
 
 @router.delete(

@@ -21,20 +21,20 @@ from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
-from daemon.asr.base import TranscribeOptions
-from daemon.audio import AudioFormat
-from daemon.audio_decode import BodyDecoder, PcmBody, WavBody, body_decoder
+from daemon.audio.decode import BodyDecoder, PcmBody, WavBody, body_decoder
+from daemon.audio.pcm import AudioFormat
 from daemon.config import Config
-from daemon.engines import Engines
+from daemon.engines.asr.base import TranscribeOptions
 from daemon.errors import InvalidAudio
-from daemon.session import SessionOptions, SessionSettings, SpeechSession
-from daemon.transcribe import decode_upload, speedup, transcribe_samples, translate_audio
-
-from .auth import require_api_key
-from .common import config_of, ready_engines
-from .errors import HttpError, timed_out
-from .names import WIS_MODELS, asr_model_name
-from .willow_audio import parse_audio_headers
+from daemon.runtime.engines import Engines
+from daemon.speech.events import FinalTranscript
+from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
+from daemon.speech.transcribe import decode_upload, speedup, transcribe_samples, translate_audio
+from protocols.http.auth import require_api_key
+from protocols.http.common import config_of, ready_engines
+from protocols.http.errors import HttpError, timed_out
+from protocols.http.names import WIS_MODELS, asr_model_name
+from protocols.http.willow_audio import parse_audio_headers
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -133,6 +133,18 @@ async def feed_body(
         raise InvalidAudio("the body holds no audio")
 
 
+async def final_transcript(session: SpeechSession) -> FinalTranscript | None:
+    """Read a session's event stream to its end; its FinalTranscript, if one came.
+
+    Read it from the start, in a task of its own, so that the stream never fills.
+    """
+    final = None
+    async for event in session.events():
+        if isinstance(event, FinalTranscript):
+            final = event
+    return final
+
+
 def wis_response(
     text: str,
     language: str,
@@ -194,13 +206,16 @@ async def willow(
     options = query.options
     session, decoder = upload_session(request, engines, config, query)
     kept: list[bytes] | None = [] if save_audio and config.willow.save_audio else None
+    reading = asyncio.ensure_future(final_transcript(session))
     try:
         async with asyncio.timeout(limits.request_timeout_s):
             await feed_body(request, session, decoder, kept)
-            final = await session.finish()
+            await session.finish()
+            final = await reading
+            assert final is not None  # finish() raises when there is none
             translation = None
             if translate:
-                audio = session.utterance_audio()
+                audio = await session.utterance_audio()
                 translation = (
                     final.text
                     if audio is None
@@ -212,6 +227,7 @@ async def willow(
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
     finally:
+        reading.cancel()
         await session.close()
     if kept and decoder.fmt is not None:
         path = await asyncio.to_thread(save_upload, config, decoder.fmt, kept)

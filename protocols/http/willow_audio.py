@@ -1,14 +1,14 @@
 """Willow upload bodies: the ``x-audio-*`` headers that describe them.
 
 A Willow device streams its microphone as a chunked body while the person speaks;
-:mod:`daemon.audio_decode` turns the chunks into PCM as they arrive.
+:mod:`daemon.audio.decode` turns the chunks into PCM as they arrive.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from daemon.audio import RATE, AudioFormat
+from daemon.audio.pcm import RATE, AudioFormat
 from daemon.errors import InvalidAudio
 
 

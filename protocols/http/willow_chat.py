@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
-from fastapi import APIRouter, Depends, Query, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisconnect
 
-from daemon.chat import ChatService
-from daemon.engines import Engines
 from daemon.errors import HearthError
-
-from .auth import check_api_key, require_api_key
-from .common import ready_engines, require, service_of
+from daemon.runtime.engines import Engines
+from daemon.speech.chat import ChatService
+from protocols.http.auth import check_api_key, require_api_key
+from protocols.http.common import config_of, ready_engines, require, service_of
+from protocols.http.errors import timed_out
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"])
@@ -22,13 +23,19 @@ END_OF_REPLY = ""
 
 @router.get("/api/chatbot", summary="Ask the LLM", dependencies=[Depends(require_api_key)])
 async def chatbot(
+    request: Request,
     text: str = Query(..., description="the prompt"),
     conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
     engines: Engines = Depends(ready_engines),
 ) -> dict[str, str]:
-    """``{"response": ...}``: the LLM's whole reply."""
+    """``{"response": ...}``: the LLM's whole reply, within ``limits.request_timeout_s``."""
     chat: ChatService = require(engines.chat, "LLM")
-    reply = "".join([piece async for piece in chat.chat(conversation_id, text)])
+    timeout_s = config_of(request).limits.request_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            reply = "".join([piece async for piece in chat.chat(conversation_id, text)])
+    except TimeoutError:
+        raise timed_out(timeout_s) from None
     return {"response": reply.strip()}
 
 
@@ -56,10 +63,26 @@ async def ws_chatbot(websocket: WebSocket) -> None:
         while True:
             text = await websocket.receive_text()
             try:
-                async for piece in chat.chat(conversation, text):
-                    await websocket.send_text(piece)
+                await _reply(websocket, chat, conversation, text)
             except HearthError as exc:
                 await websocket.send_text(f"error: {exc.code}: {exc.message}")
             await websocket.send_text(END_OF_REPLY)
     except WebSocketDisconnect:
         _LOGGER.debug("Chat WebSocket closed")
+
+
+async def _reply(websocket: WebSocket, chat: ChatService, conversation: str, text: str) -> None:
+    """Stream one reply; ``timeout`` when it runs past ``limits.request_timeout_s``."""
+    timeout_s = config_of(websocket).limits.request_timeout_s
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    pieces = chat.chat(conversation, text)
+    while True:
+        # Only the wait for the LLM is timed: a slow reader is the socket's business.
+        try:
+            async with asyncio.timeout_at(deadline):
+                piece = await anext(pieces, None)
+        except TimeoutError:
+            raise timed_out(timeout_s) from None
+        if piece is None:
+            return
+        await websocket.send_text(piece)

@@ -14,12 +14,11 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.datastructures import UploadFile
 from starlette.requests import ClientDisconnect
 
-from daemon.audio import INTERNAL
-from daemon.audio_stream import StreamEncoder, output_format
-from daemon.engines import Engines
-from daemon.enroll import Enrollment
+from daemon.audio.pcm import INTERNAL
+from daemon.audio.stream import StreamEncoder, output_format
 from daemon.errors import InvalidAudio, InvalidRequest
-from daemon.events import (
+from daemon.runtime.engines import Engines
+from daemon.speech.events import (
     FinalTranscript,
     PipelineEvent,
     ReplyChunk,
@@ -29,17 +28,17 @@ from daemon.events import (
     SpeechAudioStart,
     SpeechAudioStop,
 )
-from daemon.session import SpeechSession
-from daemon.transcribe import decode_upload
-from daemon.tts.streaming import open_speech
-
-from .auth import require_api_key
-from .common import config_of, ready_engines, require
-from .errors import HttpError, timed_out
-from .names import WIS_SPEAKERS, synthesis_options
-from .rawquery import raw_params
-from .voices_api import store_of
-from .willow import AsrQuery, feed_body, upload_session, willow_session
+from daemon.speech.session import SpeechSession
+from daemon.speech.speak import open_speech
+from daemon.speech.transcribe import decode_upload
+from daemon.voices.enroll import Enrollment
+from protocols.http.auth import require_api_key
+from protocols.http.common import config_of, ready_engines, require
+from protocols.http.errors import HttpError, timed_out
+from protocols.http.names import WIS_SPEAKERS, synthesis_options
+from protocols.http.rawquery import raw_params
+from protocols.http.voices_api import store_of
+from protocols.http.willow import AsrQuery, feed_body, upload_session, willow_session
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -81,7 +80,7 @@ async def tts(
 @router.get("/api/speaker", summary="Voices that can speak")
 async def list_speakers(engines: Engines = Depends(ready_engines)) -> dict[str, list[str]]:
     """``{"speakers": [...]}``: every voice in the voice store."""
-    return {"speakers": [voice.name for voice in engines.voices.list()]}
+    return {"speakers": [voice.name for voice in await engines.voices.list_async()]}
 
 
 def speaker_query(
@@ -195,13 +194,16 @@ async def sts(
     )
     events = run.events()
     assert isinstance(events, AsyncGenerator)
+    # The body is fed while the run reads the session's events, so a reply can
+    # start on a pause before the upload ends.
+    feeding = asyncio.ensure_future(_feed_all(session, feed))
     try:
         async with asyncio.timeout(limits.request_timeout_s):
-            await feed()
             head = await _until_audio(events)
+            await feeding  # its error, if the run ended because the feed failed
     except BaseException as exc:
-        run.abandon()  # a reply started on a pause must not run on for nobody
-        await events.aclose()
+        feeding.cancel()
+        await events.aclose()  # a reply started on a pause must not run on for nobody
         await session.close()
         if isinstance(exc, ClientDisconnect):
             _LOGGER.info("A speech-to-speech upload was cut off before its end")
@@ -214,6 +216,16 @@ async def sts(
         return Response(status_code=204, headers=head.headers())
     body = _audio(events, StreamEncoder(fmt, head.rate))
     return StreamingResponse(body, media_type=fmt.media_type, headers=head.headers())
+
+
+async def _feed_all(session: SpeechSession, feed: Callable[[], Awaitable[None]]) -> None:
+    """Feed the audio, then end it; on failure end the session (and its stream)."""
+    try:
+        await feed()
+        await session.finish()
+    except BaseException:
+        await session.close()
+        raise
 
 
 class _Head:

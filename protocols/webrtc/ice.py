@@ -3,21 +3,22 @@
 aioice binds each host candidate's socket to port 0 on every interface. Hearth
 limits media to ``webrtc.port_min``-``port_max`` (to open in a firewall) and, when
 ``addresses`` is set, to those addresses (tests use 127.0.0.1). The policy applies
-only while a Hearth session gathers candidates: it is held in a context variable
-set around ``setLocalDescription``, so other users of aioice are unaffected.
+only while a Hearth session gathers candidates (inside :func:`applied`), so other
+users of aioice are unaffected. The hooks into aioice and the loop are in
+:mod:`protocols.patches.aioice`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import aioice.ice
+from protocols.patches import aioice as aioice_patch
+from protocols.patches.aioice import CreateEndpoint, DatagramEndpoint
 
 
 @dataclass(frozen=True)
@@ -28,25 +29,15 @@ class IcePolicy:
     port_max: int
     addresses: tuple[str, ...] = ()
 
-
-_POLICY: contextvars.ContextVar[IcePolicy | None] = contextvars.ContextVar(
-    "hearth_ice_policy", default=None
-)
-_installed = False
-
-
-def _host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
-    policy = _POLICY.get()
-    if policy is not None and policy.addresses:
-        return list(policy.addresses)
-    return _ORIGINAL_HOST_ADDRESSES(use_ipv4, use_ipv6)
-
-
-_ORIGINAL_HOST_ADDRESSES = aioice.ice.get_host_addresses
+    async def bind(
+        self, create: CreateEndpoint, factory: Any, address: str, **kwargs: Any
+    ) -> DatagramEndpoint:
+        """Bind on ``address`` in this policy's port range."""
+        return await bind_in_range(create, factory, self, address, **kwargs)
 
 
 async def bind_in_range(
-    original: Any,
+    original: CreateEndpoint,
     factory: Any,
     policy: IcePolicy,
     address: str,
@@ -58,42 +49,19 @@ async def bind_in_range(
     last: OSError | None = None
     for port in ports[start:] + ports[:start]:
         try:
-            result: tuple[asyncio.DatagramTransport, asyncio.DatagramProtocol] = await original(
-                factory, local_addr=(address, port), **kwargs
-            )
-            return result
+            return await original(factory, local_addr=(address, port), **kwargs)
         except OSError as exc:
             last = exc
     raise OSError(f"no free UDP port in {policy.port_min}-{policy.port_max} on {address} ({last})")
 
 
 def install(loop: asyncio.AbstractEventLoop) -> None:
-    """Route aioice's port-0 binds on this loop through the active policy (idempotent)."""
-    global _installed
-    if not _installed:
-        aioice.ice.get_host_addresses = _host_addresses
-        _installed = True
-    if getattr(loop, "_hearth_ice", False):
-        return
-    original = loop.create_datagram_endpoint
-
-    async def create_datagram_endpoint(factory: Any, *args: Any, **kwargs: Any) -> Any:
-        policy = _POLICY.get()
-        local = kwargs.get("local_addr")
-        if policy is not None and not args and local is not None and local[1] == 0:
-            kwargs.pop("local_addr")
-            return await bind_in_range(original, factory, policy, local[0], **kwargs)
-        return await original(factory, *args, **kwargs)
-
-    loop.create_datagram_endpoint = create_datagram_endpoint  # type: ignore[method-assign,assignment]
-    loop._hearth_ice = True  # type: ignore[attr-defined]
+    """Let policies steer candidate gathering on this loop (idempotent)."""
+    aioice_patch.install(loop)
 
 
 @contextlib.contextmanager
 def applied(policy: IcePolicy) -> Iterator[None]:
     """Apply ``policy`` to candidate gathering inside this block (this task only)."""
-    token = _POLICY.set(policy)
-    try:
+    with aioice_patch.active(policy):
         yield
-    finally:
-        _POLICY.reset(token)

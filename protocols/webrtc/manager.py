@@ -1,4 +1,11 @@
-"""All WebRTC sessions: offer → answer, limits, and reaping of idle or failed ones."""
+"""All WebRTC sessions: offer → answer, limits, and reaping of idle or failed ones.
+
+The manager is the WebRTC listener: signaling rides on the HTTP listener's routes,
+media on UDP ports the ICE policy picks per session. On reload every live session
+is told that new engines are in (its next utterance uses them) and the previous
+engines are kept until the utterances and replies running on them end. On stop
+every session is closed.
+"""
 
 from __future__ import annotations
 
@@ -17,13 +24,13 @@ from aiortc import (
     RTCSessionDescription,
 )
 
-from daemon.config import WebRtcConfig
-from daemon.engines import Engines
+from daemon.config import Config, WebRtcConfig
 from daemon.errors import Busy, InvalidRequest
-
-from . import ice
-from .rtcp import pace_reports
-from .session import RtcSession
+from daemon.runtime.engines import Engines
+from protocols.listener import Announcement, Drained
+from protocols.webrtc import ice
+from protocols.webrtc.rtcp import pace_reports
+from protocols.webrtc.session import RtcSession
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -34,12 +41,16 @@ REAP_INTERVAL_S = 10.0
 class RtcManager:
     """Creates sessions from offers and closes them when they die or go quiet."""
 
+    name = "webrtc"
+    early = False
+
     def __init__(self, config: WebRtcConfig, engines: Callable[[], Engines]) -> None:
         self.config = config
         self._engines = engines
         self.sessions: dict[str, RtcSession] = {}
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
         self._reaper: asyncio.Task[None] | None = None
+        self.started = False
         self.closed = False
 
     def _rtc_configuration(self) -> RTCConfiguration:
@@ -57,6 +68,8 @@ class RtcManager:
         """A new session for a non-trickle offer; returns (session id, answer)."""
         if self.closed:
             raise Busy("Hearth is shutting down")
+        if not self.started:
+            raise Busy("WebRTC is not available yet; try again shortly")
         if kind != "offer":
             raise InvalidRequest(f"expected an SDP offer, got type {kind!r}")
         if not sdp.strip() or len(sdp) > MAX_SDP_CHARS:
@@ -66,10 +79,6 @@ class RtcManager:
                 f"too many WebRTC sessions (webrtc.max_sessions is {self.config.max_sessions})"
             )
         self._engines()  # not ready yet: fail before any work
-        loop = asyncio.get_running_loop()
-        ice.install(loop)
-        if self._reaper is None:
-            self._reaper = asyncio.create_task(self._reap(), name="rtc-reaper")
         pc = RTCPeerConnection(self._rtc_configuration())
         session = RtcSession(uuid.uuid4().hex[:12], pc, self._engines)
         self.sessions[session.id] = session
@@ -138,6 +147,44 @@ class RtcManager:
                     _LOGGER.info("WebRTC session %s idle; closing", session.id)
                     await self.close_session(session.id)
 
+    async def start(self) -> None:
+        """Let ICE policies steer this loop's binds, and start reaping idle sessions."""
+        if self.started or self.closed:
+            return
+        ice.install(asyncio.get_running_loop())
+        self._reaper = asyncio.create_task(self._reap(), name="rtc-reaper")
+        self.started = True
+
+    async def stop(self, grace_s: float) -> None:
+        """Close every session: a session lasts as long as the browser keeps it open,
+        so waiting for it to end would only delay the stop."""
+        await self.close()
+
+    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
+        """WebRTC settings need a restart; new engines are announced to every session."""
+        if engines is None:
+            return lambda: True
+        running = [s for s in self.sessions.values() if _session_busy(s)]
+        for session in list(self.sessions.values()):
+            session.on_engines_changed()
+        return lambda: not any(_session_busy(s) for s in running)
+
+    def busy(self) -> bool:
+        """Whether a session is listening to an utterance or replying."""
+        return any(_session_busy(s) for s in self.sessions.values())
+
+    def active_sessions(self) -> dict[str, int]:
+        """Open sessions."""
+        return {"webrtc": len(self.sessions)}
+
+    def announcements(self) -> list[Announcement]:
+        """Nothing of its own: signaling is on the HTTP listener."""
+        return []
+
+    def describe(self) -> str:
+        """Nothing of its own for the status line."""
+        return ""
+
     async def close(self) -> None:
         """Close every session and stop reaping; later offers are refused."""
         self.closed = True
@@ -148,3 +195,8 @@ class RtcManager:
             self._reaper = None
         for session_id in list(self.sessions):
             await self.close_session(session_id)
+
+
+def _session_busy(session: RtcSession) -> bool:
+    """An utterance is being heard, or a reply is on its way (both hold engines)."""
+    return session.speech is not None or session.run is not None or session.reply_track.playing

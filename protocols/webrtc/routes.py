@@ -8,8 +8,7 @@ from pydantic import BaseModel, Field
 from protocols.http.auth import require_api_key
 from protocols.http.common import ready_engines
 from protocols.http.errors import HttpError
-
-from .manager import MAX_SDP_CHARS, RtcManager
+from protocols.webrtc.manager import MAX_SDP_CHARS, RtcManager
 
 router = APIRouter(tags=["webrtc"], dependencies=[Depends(require_api_key)])
 

@@ -5,6 +5,11 @@ pauses its track (``replaceTrack(null)``) and may send an RTCP BYE; the BYE is
 ignored so the track, ICE and NAT pinholes stay up. Audio only reaches a speech
 session while one is active: push-to-talk (``start`` ... ``stop``) or hands-free
 (``listen`` ... ``mute``), where the VAD finds each utterance.
+
+Two tasks carry the audio: one feeds the microphone into the speech session, and
+one reads the session's event stream (or, for a spoken reply, the pipeline's) and
+sends what it finds at once, so a partial transcript does not wait for the next
+audio frame.
 """
 
 from __future__ import annotations
@@ -18,20 +23,19 @@ from typing import Any
 
 from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
-from aiortc.rtp import RtcpByePacket
 
-from daemon import events as ev
-from daemon.asr.base import TranscribeOptions
-from daemon.engines import Engines
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.tts.service import TtsService
 from daemon.errors import Busy, HearthError, InvalidRequest
-from daemon.pipeline import PipelineRun
-from daemon.session import SessionOptions, SpeechSession
-from daemon.tts.base import SynthesisOptions
-from daemon.tts.service import TtsService
-
-from . import messages
-from .messages import Command
-from .tracks import RATE, ReplyTrack, frame_pcm
+from daemon.runtime.engines import Engines
+from daemon.speech import events as ev
+from daemon.speech.pipeline import PipelineRun
+from daemon.speech.session import SessionOptions, SpeechSession
+from protocols.patches.aiortc import ignore_bye
+from protocols.webrtc import messages
+from protocols.webrtc.messages import Command
+from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -57,6 +61,11 @@ class RtcSession:
         self.speech: SpeechSession | None = None
         self.run: PipelineRun | None = None
         self.command: Command | None = None
+        self._listener: asyncio.Task[None] | None = None
+        """Reads the active speech session's (or its pipeline run's) events."""
+        self._speech_setup: tuple[str | None, SessionOptions] | None = None
+        """Model and options of the active speech session, to build it anew."""
+        self._engines_changed = False
         self.last_activity = time.monotonic()
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(MAX_PENDING_MESSAGES)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -72,8 +81,22 @@ class RtcSession:
         task = asyncio.ensure_future(coro)
         task.set_name(f"rtc-{self.id}-{name}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
         return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            _LOGGER.error("[%s] task %s failed", self.id, task.get_name(), exc_info=exc)
+
+    def on_engines_changed(self) -> None:
+        """The engines were reloaded: use the current ones from the next utterance on.
+
+        A hands-free speech session built from the old engines is rebuilt at the
+        next utterance boundary, never mid-utterance; push-to-talk builds one per
+        utterance anyway.
+        """
+        self._engines_changed = True
 
     def send(self, text: str) -> None:
         """Send one data-channel message if the channel is open."""
@@ -96,7 +119,7 @@ class RtcSession:
         """The client's microphone track arrived: consume it for the session's life."""
         for transceiver in self.pc.getTransceivers():
             if transceiver.receiver.track is track:
-                _ignore_bye(transceiver.receiver, self)
+                ignore_bye(transceiver.receiver, self.id)
         self._spawn(self._consume(track), "audio")
 
     # ------------------------------------------------------------------ audio in
@@ -107,36 +130,79 @@ class RtcSession:
                 frame = await track.recv()
             except MediaStreamError:
                 return  # the peer connection closed
+            except Exception:  # noqa: BLE001 - the client must hear that nothing listens
+                _LOGGER.exception("[%s] receiving audio failed", self.id)
+                await self._intake_failed()
+                return
             self.last_activity = time.monotonic()
             speech = self.speech
             if speech is None:
                 continue  # between utterances: nothing listens
-            fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
             try:
+                if self._engines_changed and self.mode == "hands-free":
+                    speech = await self._renew_speech(speech)
+                fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
                 speech.start(fmt)
                 await speech.feed(pcm)
-                self._forward(speech.pending_events())
-                if self.mode == "hands-free":
-                    final = await speech.next_utterance()
-                    self._forward(speech.pending_events())
-                    if final is not None:
-                        self._on_final(final)
             except HearthError as exc:
                 self.send(messages.error(exc))
-                await self._end_speech()
+                if self.speech is speech:  # not one that a new start replaced meanwhile
+                    await self._end_speech()
+            except Exception:  # noqa: BLE001 - end listening cleanly, never go deaf
+                _LOGGER.exception("[%s] audio intake failed", self.id)
+                if self.speech is speech:
+                    await self._intake_failed()
 
-    def _forward(self, events: list[Any]) -> None:
-        for event in events:
-            if isinstance(event, ev.VoiceStarted):
-                self.send(messages.message("vad", {"speech": True}))
-                self._barge_in()
-            elif isinstance(event, ev.VoiceStopped):
-                self.send(messages.message("vad", {"speech": False}))
-            elif isinstance(event, ev.PartialTranscript):
-                self.send(messages.message("partial", {"text": event.text}))
+    async def _intake_failed(self) -> None:
+        """Tell the client that listening stopped after an unexpected failure."""
+        self.send(messages.message("error", {"code": "internal-error"}, "internal error"))
+        await self._end_speech()
+        self.send(messages.message("state", {"mode": "idle"}))
+
+    async def _renew_speech(self, speech: SpeechSession) -> SpeechSession:
+        """Hands-free after a reload: between utterances, rebuild the speech session
+        from the current engines (the old ones' worker pools are closing)."""
+        if speech.in_utterance or self._speech_setup is None:
+            return speech  # at the next boundary
+        self._engines_changed = False
+        model, options = self._speech_setup
+        renewed = self._engines().new_session(model, options)
+        self.speech = renewed
+        # The old session's stream ends after what it already holds; its reader drains it.
+        self._listener = self._spawn(self._listen(renewed, hands_free=True), "listen")
+        await speech.close()
+        return renewed
+
+    async def _listen(self, speech: SpeechSession, hands_free: bool) -> None:
+        """Send a speech session's events as they come (no reply pipeline)."""
+        try:
+            async for event in speech.events():
+                self._forward(event)
+                if isinstance(event, ev.FinalTranscript):
+                    if hands_free:
+                        self._on_final(event)
+                    else:
+                        self._send_infer(event)
+        except HearthError as exc:
+            self.send(messages.error(exc))
+        except Exception:  # noqa: BLE001 - a reader that dies would stall the intake
+            _LOGGER.exception("[%s] speech events failed", self.id)
+            if self.speech is speech:
+                await self._intake_failed()
+
+    def _forward(self, event: ev.PipelineEvent) -> None:
+        if isinstance(event, ev.VoiceStarted):
+            self.send(messages.message("vad", {"speech": True}))
+            self._barge_in()
+        elif isinstance(event, ev.VoiceStopped):
+            self.send(messages.message("vad", {"speech": False}))
+        elif isinstance(event, ev.PartialTranscript):
+            self.send(messages.message("partial", {"text": event.text}))
 
     def _barge_in(self) -> None:
         """The person speaks again: stop the reply that is playing."""
+        if self._reply is not None and self._reply is asyncio.current_task():
+            return  # the run that heard this speech is the one now replying to it
         if self.reply_track.playing or (self._reply is not None and not self._reply.done()):
             self.reply_track.clear()
             if self._reply is not None:
@@ -157,22 +223,23 @@ class RtcSession:
                     speak=command.speak,
                     tts_options=self._reply_options(command),
                 )
-                self._start_reply(run, transcript_sent=True)
+                self._start_reply(run)
 
     # ------------------------------------------------------------------ replies
 
-    def _start_reply(self, run: PipelineRun, transcript_sent: bool) -> None:
+    def _start_reply(self, run: PipelineRun) -> None:
         if self._reply is not None:
             self._reply.cancel()
         self.reply_track.clear()
-        self._reply = self._spawn(self._play(run, transcript_sent), "reply")
+        self._reply = self._spawn(self._play(run), "reply")
 
-    async def _play(self, run: PipelineRun, transcript_sent: bool) -> None:
+    async def _play(self, run: PipelineRun) -> None:
+        """Send a run's events: over a speech session, from its first VAD event on."""
         rate = 16000
         async for event in run.events():
+            self._forward(event)
             if isinstance(event, ev.FinalTranscript):
-                if not transcript_sent:
-                    self._send_infer(event)
+                self._send_infer(event)
                 if not event.text.strip():
                     self.send(messages.message("reply", {"done": True, "text": ""}))
             elif isinstance(event, ev.ReplyChunk):
@@ -285,15 +352,20 @@ class RtcSession:
         self._barge_in()  # talking again stops the reply that is playing
         self.command = command
         self.speech = engines.new_session(model, options)
+        self._speech_setup = (model, options)
+        self._engines_changed = False
         self.mode = "hands-free" if hands_free else "push-to-talk"
         if command.reply and not hands_free and engines.pipeline is not None:
-            # Attached now, so that the reply can start on the speculative transcript.
+            # Read from now on, so that the reply can start on the speculative transcript.
             self.run = engines.pipeline.start(
                 session=self.speech,
                 conversation_id=self.id,
                 speak=command.speak,
                 tts_options=self._reply_options(command),
             )
+            self._listener = self._spawn(self._play(self.run), "listen")
+        else:
+            self._listener = self._spawn(self._listen(self.speech, hands_free), "listen")
         self.send(messages.message("state", {"mode": self.mode}))
 
     async def _stop(self, command: Command) -> None:
@@ -307,21 +379,25 @@ class RtcSession:
                     "log", text=f"model '{command.model}' is not configured; used the default"
                 )
             )
+        listener, self._listener = self._listener, None
         self.speech, self.run, self.mode = None, None, "idle"
         if run is not None:
-            self._start_reply(run, transcript_sent=False)
-            return
+            # The run that listened now speaks the reply: new speech interrupts it.
+            if self._reply is not None:
+                self._reply.cancel()
+            self.reply_track.clear()
+            self._reply = listener
         try:
-            final = await speech.finish()
-            self._send_infer(final)
+            await speech.finish()  # the listener sends the transcript (and the reply)
         finally:
             await speech.close()
 
     async def _end_speech(self) -> None:
-        speech, run = self.speech, self.run
-        self.speech, self.run, self.mode = None, None, "idle"
-        if run is not None:
-            run.abandon()  # never iterated: its speculation (if any) must not linger
+        speech, listener = self.speech, self._listener
+        self.speech, self.run, self.mode, self._listener = None, None, "idle", None
+        if listener is not None and listener is not asyncio.current_task():
+            # A run's reader, cancelled, drops its speculative reply and closes the session.
+            listener.cancel()
         if speech is not None:
             await speech.close()
 
@@ -340,16 +416,3 @@ class RtcSession:
                 await task
         self.reply_track.stop()
         await self.pc.close()
-
-
-def _ignore_bye(receiver: Any, session: RtcSession) -> None:
-    """Keep the track alive through RTCP BYE (browsers send one on pause)."""
-    original = receiver._handle_rtcp_packet
-
-    async def handle(packet: Any) -> None:
-        if isinstance(packet, RtcpByePacket):
-            _LOGGER.debug("[%s] RTCP BYE ignored (track paused)", session.id)
-            return
-        await original(packet)
-
-    receiver._handle_rtcp_packet = handle

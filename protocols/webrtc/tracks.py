@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fractions
+import threading
 import time
 from collections import deque
 
@@ -23,7 +24,7 @@ import av
 import numpy as np
 from aiortc.mediastreams import MediaStreamTrack
 
-from daemon.audio import AudioFormat, resample_pcm
+from daemon.audio.pcm import AudioFormat, resample_pcm
 
 RATE = 48000
 TIME_BASE = fractions.Fraction(1, RATE)
@@ -57,6 +58,7 @@ class ReplyTrack(MediaStreamTrack):
     def __init__(self, opus: bool = True) -> None:
         super().__init__()
         self._encoder: av.AudioCodecContext | None = None
+        self._encoding = threading.Lock()
         self._opus = opus
         self._frames: deque[bytes] = deque()
         self._rest = b""
@@ -104,9 +106,9 @@ class ReplyTrack(MediaStreamTrack):
         frame = await self._next_frame()
         if not self._opus:
             return frame
-        if self._encoder is None:
-            self._encoder = _opus_encoder()
-        packets = self._encoder.encode(frame)
+        # libopus takes about a millisecond of CPU per frame, fifty times a second per
+        # session: a worker thread does it, so other sessions' audio stays on time.
+        packets = await asyncio.to_thread(self._encode, frame)
         if not packets:  # libopus gives one packet per 20 ms frame; never seen otherwise
             return frame
         # The packet's pts would follow the encoder's own sample count: it gets the
@@ -115,6 +117,15 @@ class ReplyTrack(MediaStreamTrack):
         packet.pts = frame.pts
         packet.time_base = TIME_BASE
         return packet
+
+    def _encode(self, frame: av.AudioFrame) -> list[av.Packet]:
+        """Opus packets for ``frame`` (blocking; in a worker thread)."""
+        # A recv cancelled mid-encode leaves its thread running: the next one waits for
+        # it, since the codec context is not thread-safe.
+        with self._encoding:
+            if self._encoder is None:
+                self._encoder = _opus_encoder()
+            return list(self._encoder.encode(frame))
 
     async def _next_frame(self) -> av.AudioFrame:
         while not self._frames:

@@ -31,23 +31,32 @@ from wyoming.tts import (
 )
 from wyoming.vad import VoiceStarted, VoiceStopped
 
-from daemon import events as ev
-from daemon.asr.base import TranscribeOptions
-from daemon.audio import AudioFormat
-from daemon.engines import Engines
-from daemon.errors import HearthError, InvalidAudio, InvalidRequest, InvalidText, TextTooLong
-from daemon.session import SessionOptions, SpeechSession
-from daemon.text import SentenceSplitter
-from daemon.tts.base import SynthesisOptions
-
-from .chunks import TranscriptChunker
-from .framing import FrameError, read_event
-from .info import build_info
+from daemon.audio.pcm import AudioFormat
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.text import SentenceSplitter
+from daemon.errors import (
+    HearthError,
+    InvalidAudio,
+    InvalidRequest,
+    InvalidText,
+    RequestTimeout,
+    TextTooLong,
+)
+from daemon.runtime.engines import Engines
+from daemon.speech import events as ev
+from daemon.speech.session import SessionOptions, SpeechSession
+from protocols.wyoming.chunks import TranscriptChunker
+from protocols.wyoming.framing import FrameError, read_event
+from protocols.wyoming.info import build_info
 
 _LOGGER = logging.getLogger(__name__)
 
 SAMPLES_PER_CHUNK = 1024
 """Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
+MAX_QUEUED_SENTENCES = 128
+"""Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
 Observer = Callable[[str], None]
 """Told the outcome of each finished request: "" when it succeeded, else the error code."""
 
@@ -168,7 +177,7 @@ class WyomingConnection:
         """Answer one event (HearthError becomes an ``error`` event)."""
         kind = event.type
         if Describe.is_type(kind):
-            await self.write(build_info(self.engines).event())
+            await self.write((await build_info(self.engines)).event())
         elif Ping.is_type(kind):
             await self.write(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(kind):
@@ -199,7 +208,7 @@ class WyomingConnection:
     async def _drop_asr(self) -> None:
         """Close the transcribe request in progress, if any."""
         if self._asr is not None:
-            await self._asr.session.close()
+            await self._asr.close()
             self._asr = None
 
     async def _drop_tts(self) -> None:
@@ -215,12 +224,13 @@ class WyomingConnection:
         self._transcribe = Transcribe()
         try:
             self._asr = _AsrRequest(
-                self, request, AudioFormat(start.rate, start.width, start.channels)
+                self, self.engines, request, AudioFormat(start.rate, start.width, start.channels)
             )
         except HearthError:
             self._asr_failed = True
             raise
         await self.write(TranscriptStart(language=self._asr.language).event())
+        self._asr.begin()
 
     async def _audio_chunk(self, event: Event) -> None:
         if self._asr is None:
@@ -253,12 +263,11 @@ class WyomingConnection:
         try:
             await request.finish()
         finally:
-            await request.session.close()
+            await request.close()
 
     # ------------------------------------------------------------------ TTS
 
-    def _synthesis_options(self, voice: Any) -> SynthesisOptions:
-        engines = self.engines
+    def _synthesis_options(self, engines: Engines, voice: Any) -> SynthesisOptions:
         if engines.tts is None:
             raise InvalidRequest("text-to-speech is not enabled")
         name = getattr(voice, "name", None) or None
@@ -270,14 +279,22 @@ class WyomingConnection:
         return options
 
     async def _synthesize(self, request: Synthesize) -> None:
-        options = self._synthesis_options(request.voice)
-        tts = self.engines.tts
-        assert tts is not None
-        await _speak(self, tts.stream_cached(request.text, options))
+        engines = self.engines  # one request, one set of engines, even across a reload
+        options = self._synthesis_options(engines, request.voice)
+        assert engines.tts is not None
+        timeout_s = engines.config.limits.request_timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):
+                await _speak(self, engines.tts.stream_cached(request.text, options))
+        except TimeoutError:
+            raise _timed_out(timeout_s) from None
 
     async def _synthesize_start(self, start: SynthesizeStart) -> None:
         await self._drop_tts()
-        self._tts = _TtsStream(self, self._synthesis_options(start.voice))
+        engines = self.engines
+        options = self._synthesis_options(engines, start.voice)
+        assert engines.tts is not None
+        self._tts = _TtsStream(self, engines.tts, options, engines.config.limits.request_timeout_s)
 
     async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
         if self._tts is None:
@@ -300,7 +317,7 @@ class WyomingConnection:
     # ------------------------------------------------------------------ conversation
 
     async def _handle_text(self, event: Event) -> None:
-        chat = self.engines.chat
+        chat = self.engines.chat  # read once: the request keeps it across a reload
         if chat is None:
             raise InvalidRequest("the conversation agent (LLM) is not enabled")
         text = event.data.get("text")
@@ -349,12 +366,17 @@ async def _speak(conn: WyomingConnection, blocks: Any) -> None:
         await conn.write(AudioStop().event())
 
 
-class _AsrRequest:
-    """One transcribe request: a speech session plus streaming bookkeeping."""
+def _timed_out(seconds: float) -> RequestTimeout:
+    return RequestTimeout(f"the request took longer than {seconds:g} s (limits.request_timeout_s)")
 
-    def __init__(self, conn: WyomingConnection, request: Transcribe, fmt: AudioFormat) -> None:
+
+class _AsrRequest:
+    """One transcribe request: a speech session, and a task that forwards its events."""
+
+    def __init__(
+        self, conn: WyomingConnection, engines: Engines, request: Transcribe, fmt: AudioFormat
+    ) -> None:
         self.conn = conn
-        engines = conn.engines
         options = SessionOptions(
             transcribe=TranscribeOptions(language=request.language or None),
             partials=engines.partials,
@@ -362,25 +384,47 @@ class _AsrRequest:
         self.session: SpeechSession = engines.new_session(request.name, options)
         self.session.start(fmt)
         self.language = self.session.language
+        self.timeout_s = engines.config.limits.request_timeout_s
         self.chunker = TranscriptChunker()
+        self._task: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        """Forward the session's events from now on (after ``transcript-start``)."""
+        self._task = asyncio.create_task(self._forward(), name=f"wyoming-asr-{self.conn.id}")
+        self._task.add_done_callback(self._forwarding_ended)
+
+    def _forwarding_ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            if isinstance(exc, ConnectionError):
+                _LOGGER.debug("[%s] connection lost while forwarding", self.conn.id)
+            else:
+                _LOGGER.error("[%s] forwarding speech events failed", self.conn.id, exc_info=exc)
 
     async def feed(self, fmt: AudioFormat, pcm: bytes) -> None:
         self.session.start(fmt)
         if pcm:
             await self.session.feed(pcm)
-        await self._forward(self.session.pending_events())
 
     async def finish(self) -> None:
-        final = await self.session.finish()
-        await self._forward(self.session.pending_events())
-        delta = self.chunker.final(final.text)
-        if delta:
-            await self.conn.write(TranscriptChunk(text=delta).event())
-        await self.conn.write(Transcript(text=final.text, language=final.language).event())
-        await self.conn.write(TranscriptStop().event())
+        """Audio is over: the final transcript is written within the request deadline."""
+        assert self._task is not None
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self.session.finish()
+                await self._task  # it writes the final transcript, then ends
+        except TimeoutError:
+            raise _timed_out(self.timeout_s) from None
 
-    async def _forward(self, events: list[Any]) -> None:
-        for event in events:
+    async def close(self) -> None:
+        """End the session and the forwarding task (safe to call more than once)."""
+        await self.session.close()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _forward(self) -> None:
+        async for event in self.session.events():
             if isinstance(event, ev.VoiceStarted):
                 await self.conn.write(VoiceStarted(timestamp=event.at_ms).event())
             elif isinstance(event, ev.VoiceStopped):
@@ -389,20 +433,32 @@ class _AsrRequest:
                 delta = self.chunker.partial(event.text)
                 if delta:
                     await self.conn.write(TranscriptChunk(text=delta).event())
+            elif isinstance(event, ev.FinalTranscript):
+                delta = self.chunker.final(event.text)
+                if delta:
+                    await self.conn.write(TranscriptChunk(text=delta).event())
+                await self.conn.write(Transcript(text=event.text, language=event.language).event())
+                await self.conn.write(TranscriptStop().event())
 
 
 class _TtsStream:
     """Streaming synthesis: text arrives in pieces, audio leaves per sentence."""
 
-    def __init__(self, conn: WyomingConnection, options: SynthesisOptions) -> None:
+    def __init__(
+        self,
+        conn: WyomingConnection,
+        tts: TtsService,
+        options: SynthesisOptions,
+        timeout_s: float,
+    ) -> None:
         self.conn = conn
+        self.tts = tts
         self.options = options
+        self.timeout_s = timeout_s
         self.splitter = SentenceSplitter()
         self.chars = 0
-        tts = conn.engines.tts
-        assert tts is not None  # checked by _synthesis_options
         self.max_chars = tts.max_text_chars
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue(MAX_QUEUED_SENTENCES + 1)
         self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
         self.error: HearthError | None = None
 
@@ -415,30 +471,54 @@ class _TtsStream:
                 f"streamed text is over {self.max_chars} characters (limits.max_text_chars)"
             )
         for sentence in self.splitter.feed(text):
-            self.queue.put_nowait(sentence)
+            self._queue(sentence)
+
+    def _queue(self, sentence: str) -> None:
+        # One slot stays free for the end marker.
+        if self.queue.qsize() >= MAX_QUEUED_SENTENCES:
+            raise TextTooLong(
+                f"more than {MAX_QUEUED_SENTENCES} streamed sentences wait for synthesis"
+            )
+        self.queue.put_nowait(sentence)
 
     async def finish(self) -> None:
         for sentence in self.splitter.flush():
-            self.queue.put_nowait(sentence)
+            self._queue(sentence)
         self.queue.put_nowait(None)
-        await self.task
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self.task
+        except TimeoutError:
+            await self.cancel()
+            raise _timed_out(self.timeout_s) from None
         if self.error is not None:
             raise self.error
 
     async def cancel(self) -> None:
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
+        try:
             await self.task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the caller itself is being cancelled, not just the stream
+        except (ConnectionError, HearthError):
+            pass  # the stream is being dropped; nothing is waiting for its outcome
+        except Exception:  # noqa: BLE001 - a dropped stream must not take the connection
+            _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
 
     async def _run(self) -> None:
-        tts = self.conn.engines.tts
-        assert tts is not None
         while (sentence := await self.queue.get()) is not None:
             if self.error is not None:
                 continue
             try:
-                await _speak(self.conn, tts.stream_cached(sentence, self.options))
+                await _speak(self.conn, self.tts.stream_cached(sentence, self.options))
             except InvalidText:
                 continue  # a "sentence" with nothing speakable (e.g. only punctuation)
             except HearthError as exc:
                 self.error = exc
+            except (asyncio.CancelledError, ConnectionError):
+                raise
+            except Exception:  # noqa: BLE001 - the client hears an error, not silence
+                _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
+                self.error = HearthError("internal error; see the daemon's log")

@@ -19,7 +19,7 @@ from wyoming.info import (
 )
 
 from daemon import __version__
-from daemon.engines import Engines
+from daemon.runtime.engines import Engines
 
 HEARTH = Attribution(name="Hearth", url="")
 WHISPER = Attribution(
@@ -27,8 +27,10 @@ WHISPER = Attribution(
 )
 
 
-def build_info(engines: Engines) -> Info:
+async def build_info(engines: Engines) -> Info:
     """Every ASR model, every voice in the store, and the LLM as a handler."""
+    # The store is read afresh (a voice just added shows up), in a worker thread.
+    store = await engines.voices.list_async()
     asr_models = [
         AsrModel(
             name=name,
@@ -50,7 +52,7 @@ def build_info(engines: Engines) -> Info:
             languages=[voice.language],
             speakers=[TtsVoiceSpeaker(name=s) for s in voice.speakers] or None,
         )
-        for voice in engines.voices.list()
+        for voice in store
     ]
     info = Info(
         asr=[

@@ -1,4 +1,9 @@
-"""The Wyoming listener: TCP or a Unix socket, with a cap on connections."""
+"""The Wyoming listener: TCP or a Unix socket, with a cap on connections.
+
+It starts once the engines are warm. A reload applies the connection limits at once;
+a stop lets each request in flight finish within the grace period, and closes idle
+connections right away.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +18,22 @@ from pathlib import Path
 from wyoming.error import Error
 from wyoming.event import async_write_event
 
-from daemon.engines import Engines
-
-from .framing import MAX_HEADER_BYTES
-from .handler import Observer, WyomingConnection
+from daemon.config import Config
+from daemon.runtime.engines import Engines
+from protocols.listener import Announcement, Drained
+from protocols.wyoming.framing import MAX_HEADER_BYTES
+from protocols.wyoming.handler import Observer, WyomingConnection
 
 _LOGGER = logging.getLogger(__name__)
+
+WYOMING_TYPE = "_wyoming._tcp.local."
 
 
 class WyomingServer:
     """Accepts connections on ``uri`` and serves each with a WyomingConnection."""
+
+    name = "wyoming"
+    early = False
 
     def __init__(
         self,
@@ -44,6 +55,20 @@ class WyomingServer:
         self.port = 0
         """The bound TCP port (0 for a Unix socket)."""
 
+    @classmethod
+    def from_config(
+        cls, config: Config, engines: Callable[[], Engines], observer: Observer | None = None
+    ) -> WyomingServer:
+        """The listener ``config`` describes (``wyoming.*``, ``limits.request_timeout_s``)."""
+        return cls(
+            config.wyoming.uri,
+            engines,
+            max_connections=config.wyoming.max_connections,
+            max_event_bytes=config.wyoming.max_event_bytes,
+            body_timeout_s=config.limits.request_timeout_s,
+            observer=observer,
+        )
+
     @property
     def connections(self) -> int:
         """Connections open now."""
@@ -52,6 +77,33 @@ class WyomingServer:
     def busy_connections(self) -> list[WyomingConnection]:
         """Connections in the middle of a request now."""
         return [connection for connection in self._tasks.values() if connection.busy]
+
+    def busy(self) -> bool:
+        """Whether a connection is in the middle of a request."""
+        return any(connection.busy for connection in self._tasks.values())
+
+    def active_sessions(self) -> dict[str, int]:
+        """Open connections."""
+        return {"wyoming": self.connections}
+
+    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
+        """Apply the live limits; the check covers the requests running now."""
+        self.max_connections = config.wyoming.max_connections
+        self.max_event_bytes = config.wyoming.max_event_bytes
+        self.body_timeout_s = config.limits.request_timeout_s
+        if engines is None:
+            return lambda: True
+        # A connection reads the engines per request: only the running ones hold old ones.
+        running = self.busy_connections()
+        return lambda: not any(connection.busy for connection in running)
+
+    def announcements(self) -> list[Announcement]:
+        """``_wyoming._tcp`` on the bound TCP port (nothing for a Unix socket)."""
+        return [Announcement(WYOMING_TYPE, self.port)] if self.port else []
+
+    def describe(self) -> str:
+        """For the status line."""
+        return f"Wyoming {self.uri}"
 
     async def start(self) -> None:
         """Bind the listener (raises OSError when the address is taken)."""

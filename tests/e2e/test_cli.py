@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.helpers import words
+from tests.helpers import assert_heard
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +29,8 @@ def test_say_then_transcribe(tmp_path):
     heard = hearth("transcribe", str(wav), str(flac))
     assert heard.returncode == 0, heard.stderr
     lines = heard.stdout.strip().splitlines()
-    assert words(lines[0].split(":", 1)[1]) == ["turn", "off", "the", "porch", "light"]
-    assert words(lines[1].split(":", 1)[1]) == ["good", "night"]
+    assert_heard(lines[0].split(":", 1)[1], "Turn off the porch light.", "porch")
+    assert_heard(lines[1].split(":", 1)[1], "Good night.", "night")
 
 
 def test_transcribe_reports_bad_files_and_keeps_going(tmp_path):

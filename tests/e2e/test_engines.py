@@ -6,10 +6,12 @@ import logging
 import numpy as np
 import pytest
 
-from daemon.asr.base import TranscribeOptions
-from daemon.audio import RATE, AudioFormat, decode_file, pcm_to_float
+from daemon.audio.pcm import RATE, AudioFormat, decode_file, pcm_to_float
 from daemon.config import parse_config
-from daemon.engines import load_engines
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.hardware import HardwareReport
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import (
     InvalidAudio,
     ModelUnavailable,
@@ -18,13 +20,11 @@ from daemon.errors import (
     UnknownModel,
     UnknownVoice,
 )
-from daemon.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
-from daemon.hardware import HardwareReport
-from daemon.llm.base import ChatMessage, Sampling
-from daemon.session import SessionOptions
-from daemon.tts.base import SynthesisOptions
+from daemon.runtime.engines import load_engines
+from daemon.speech.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
+from daemon.speech.session import SessionOptions
 from tests.conftest import DETERMINISTIC
-from tests.helpers import noise, silence, words
+from tests.helpers import assert_heard, noise, silence, words
 
 pytestmark = pytest.mark.e2e
 PHRASE = "turn on the kitchen lights"
@@ -52,9 +52,11 @@ async def run_session(
         await session.feed(data[i : i + step])
         if realtime:
             await asyncio.sleep(0.02)
-    final = await session.finish()
+    await asyncio.wait_for(session.finish(), 60)
     await asyncio.wait_for(collector, 30)
     await session.close()
+    final = events[-1]
+    assert isinstance(final, FinalTranscript)
     return final, events, session
 
 
@@ -62,6 +64,8 @@ async def test_piper_says_it_and_whisper_hears_it(engines, kitchen):
     final, events, session = await run_session(
         engines, np.concatenate([silence(0.5), kitchen, silence(1.0)])
     )
+    # The suite's one exact check, on its clearest phrase; elsewhere tests allow tiny.en
+    # a word of difference (assert_heard): its exact words vary with the CPU.
     assert words(final.text) == words(PHRASE)
     assert final.language == "en"
     kinds = [type(e) for e in events]
@@ -86,11 +90,13 @@ async def test_speculative_result_equals_one_shot_decode(engines, kitchen):
     assert final.speculative and session.asr_calls == 1
     model = engines.asr_model(None)
     one_shot = model.transcribe(pcm_to_float(audio), TranscribeOptions())
-    assert words(final.text) == words(one_shot.text) == words(PHRASE)
+    assert words(final.text) == words(one_shot.text)
+    assert_heard(final.text, PHRASE, "kitchen")
 
 
 async def test_partials_arrive_before_the_final(engines, speak):
-    audio = speak("Please set a timer for ten minutes and then play some quiet music in the hall.")
+    said = "Please set a timer for ten minutes and then play some quiet music in the hall."
+    audio = speak(said)
     assert engines.partials is False  # asr.partials: auto is off on CPU...
     final, events, _ = await run_session(  # ...but a client may ask for them
         engines,
@@ -105,9 +111,7 @@ async def test_partials_arrive_before_the_final(engines, speak):
     last = [e for e in events if isinstance(e, PartialTranscript)][-1]
     overlap = set(words(last.text)) & set(words(final.text))
     assert len(overlap) >= len(set(words(last.text))) / 2, (last.text, final.text)
-    assert words(final.text) == words(
-        "please set a timer for 10 minutes and then play some quiet music in the hall"
-    )
+    assert_heard(final.text, said, "timer", "music")
 
 
 async def test_any_rate_width_and_channels(engines, kitchen):
@@ -117,7 +121,7 @@ async def test_any_rate_width_and_channels(engines, kitchen):
     pcm32 = (np.repeat(stereo48, 2) * 2147483647 * 0.9).astype("<i4")
     audio = np.concatenate([np.zeros(48000, "<i4"), pcm32, np.zeros(96000, "<i4")])
     final, _, _ = await run_session(engines, audio, fmt=AudioFormat(48000, 4, 2))
-    assert words(final.text) == words(PHRASE)
+    assert_heard(final.text, PHRASE, "kitchen")
 
 
 async def test_cached_tts_returns_identical_bytes(engines):
@@ -130,7 +134,7 @@ async def test_cached_tts_returns_identical_bytes(engines):
     heard = engines.asr_model(None).transcribe(
         pcm_to_float(decode_file(first)), TranscribeOptions()
     )
-    assert words(heard.text) == words(text)
+    assert_heard(heard.text, text, "door")
 
 
 async def test_tts_streams_sentence_by_sentence_with_options(engines):
@@ -206,7 +210,7 @@ def test_cuda_requested_but_absent_falls_back_to_cpu(state_dir, caplog):
 
 def test_cuda_load_failure_retries_on_cpu(state_dir, caplog):
     """A card the plan believes in, but CTranslate2 cannot use: load fails, CPU takes over."""
-    from daemon.hardware import GpuInfo
+    from daemon.engines.hardware import GpuInfo
 
     fake_gpu = HardwareReport(gpus=(GpuInfo(0, "phantom", (8, 0), 8000, 8000),), ctranslate2_cuda=1)
     config = parse_config(f"state_dir: {state_dir}\n", "c.yaml")

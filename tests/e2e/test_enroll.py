@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from daemon.audio import RATE, resample_pcm
+from daemon.audio.pcm import RATE, resample_pcm
 from daemon.config import parse_config
-from daemon.enroll import DATASET_RATE, Enrollment, word_error_rate
+from daemon.voices.enroll import DATASET_RATE, Enrollment, word_error_rate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

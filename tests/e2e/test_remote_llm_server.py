@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from daemon.config import parse_config
-from daemon.engines import load_engines
-from daemon.hardware import HardwareReport
-from daemon.models import EMBEDDED_LLM, embedded_path
+from daemon.engines.hardware import HardwareReport
+from daemon.engines.models import EMBEDDED_LLM, embedded_path
+from daemon.runtime.engines import load_engines
 from tests.helpers import free_port
 
 pytestmark = pytest.mark.e2e

@@ -52,7 +52,7 @@ def test_engines_that_cannot_load_stop_the_daemon_with_a_reason(tmp_path):
 
 
 def test_https_serves_the_same_api_with_a_self_signed_certificate(tmp_path):
-    from daemon.tls import fingerprint
+    from daemon.ops.tls import fingerprint
 
     with Daemon(tmp_path) as daemon:
         cert = tmp_path / "state" / "tls" / "hearth.crt"

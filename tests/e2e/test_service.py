@@ -19,7 +19,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
-from daemon.models import package_dir
+from daemon.engines.models import package_dir
 from tests.daemon import Daemon
 from tests.helpers import wav
 from tests.notify_listener import NotifyListener

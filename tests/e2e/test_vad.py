@@ -6,9 +6,9 @@ check each VAD is usable and that the configured default is the better one on no
 
 import pytest
 
+from bench.vad_eval import labeled_mix, score
 from daemon.config import Config
-from daemon.vad import create_vad
-from daemon.vad.evaluate import labeled_mix, score
+from daemon.engines.vad import create_vad
 
 pytestmark = pytest.mark.e2e
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from daemon.cli import main
+from daemon.cli.main import main
+from daemon.engines.tts.voices import VoiceStore
 from daemon.errors import InvalidRequest, InvalidVoice, VoiceExists
-from daemon.voice_import import import_files
-from daemon.voices import VoiceStore
+from daemon.voices.importer import import_files
 from tests.daemon import Daemon
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]

@@ -6,12 +6,12 @@ import time
 import numpy as np
 import pytest
 
-from daemon.audio import RATE, resample_pcm
+from daemon.audio.pcm import RATE, resample_pcm
 from daemon.config import parse_config
-from daemon.enroll import DATASET_RATE, Enrollment
-from daemon.training import Training, training_available
-from daemon.tts.base import SynthesisOptions
-from daemon.voices import VoiceStore
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.tts.voices import VoiceStore
+from daemon.voices.enroll import DATASET_RATE, Enrollment
+from daemon.voices.training import Training, training_available
 
 pytestmark = [
     pytest.mark.e2e,

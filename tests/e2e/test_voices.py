@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.tts.voices import VoiceStore
 from daemon.errors import UnknownVoice
-from daemon.tts.base import SynthesisOptions
-from daemon.voices import VoiceStore
 
 pytestmark = pytest.mark.e2e
 

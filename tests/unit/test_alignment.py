@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 
-from daemon.train_job import maximum_path
+from daemon.voices.train_job import maximum_path
 
 
 def best_by_brute_force(values: np.ndarray) -> float:

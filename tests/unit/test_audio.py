@@ -6,7 +6,7 @@ import wave
 import numpy as np
 import pytest
 
-from daemon.audio import AudioFormat, PcmConverter, decode_file, encode
+from daemon.audio.pcm import AudioFormat, PcmConverter, decode_file, encode
 from daemon.errors import AudioTooLong, InvalidAudio
 from tests.helpers import chunks, tone
 

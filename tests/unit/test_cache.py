@@ -1,6 +1,6 @@
 """The TTS disk cache: identical bytes back, LRU eviction under a size cap, persistence."""
 
-from daemon.tts.cache import TtsCache, cache_key
+from daemon.engines.tts.cache import TtsCache, cache_key
 
 
 def test_hit_returns_identical_bytes(tmp_path):

@@ -13,8 +13,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from daemon.config import parse_config
-from daemon.engines import Engines
 from daemon.errors import ConfigError
+from daemon.runtime.engines import Engines
 from protocols.http.app import create_app
 from protocols.http.cors import CARD_ROUTES, CardCors, card_methods, is_card_route
 

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from daemon.audio_stream import FORMATS, StreamEncoder
+from daemon.audio.stream import FORMATS, StreamEncoder
 
 
 @pytest.mark.parametrize("name", [n for n, f in FORMATS.items() if f.codec])

@@ -1,6 +1,6 @@
 """The endpointer is a pure state machine: drive it with (seconds, is_speech) steps."""
 
-from daemon.endpoint import EndpointConfig, Endpointer, EndpointState
+from daemon.speech.endpoint import EndpointConfig, Endpointer, EndpointState
 
 FRAME = 0.03
 CFG = EndpointConfig(speech_start_s=0.09, speculative_silence_s=0.24, trailing_silence_s=0.6)

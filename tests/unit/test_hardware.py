@@ -1,6 +1,6 @@
 """Device placement is pure: hardware reports are injected."""
 
-from daemon.hardware import (
+from daemon.engines.hardware import (
     EngineRequest,
     GpuInfo,
     HardwareReport,
@@ -101,3 +101,76 @@ def test_compute_type_the_cpu_lacks_is_not_forced():
     placement = plan([req], CPU_ONLY)[0]
     assert placement.compute_type == "int8"
     assert "float16 set in config is not supported on this CPU" in placement.reasons[-1]
+
+
+# CUDA libraries: a driver without the wheels, the wheels without a card, and both.
+
+from daemon.engines.cuda import PACKAGES, CudaLibrary  # noqa: E402
+
+
+def libraries(found: bool) -> tuple[CudaLibrary, ...]:
+    return tuple(
+        CudaLibrary(soname, p.wheel, p.users, f"/venv/nvidia/lib/{soname}" if found else "")
+        for p in PACKAGES
+        for soname in p.sonames
+    )
+
+
+def card_box(libs_found: bool, **extra) -> HardwareReport:
+    gpu = GpuInfo(0, "RTX 4090", (8, 9), 24000, 23000)
+    fields = {"ctranslate2_cuda": 1, "onnx_cuda": True, "llama_gpu": True, "nvcc": "/usr/bin/nvcc"}
+    fields.update(extra)
+    return HardwareReport(
+        gpus=(gpu,), driver_version="550.54", cuda_libraries=libraries(libs_found), **fields
+    )
+
+
+def test_driver_present_libraries_missing_falls_back_with_the_fix():
+    result = by_name(plan(REQUESTS, card_box(libs_found=False)))
+    for name in ("asr:small", "tts"):
+        p = result[name]
+        assert p.label == "cpu"
+        assert "libcublas.so.12 (nvidia-cublas-cu12)" in p.reasons[0]
+        assert p.fix == "make install GPU=cuda"
+    assert result["asr:small"].compute_type == "int8"
+    assert any("int8: the fastest compute type on CPU" in r for r in result["asr:small"].reasons)
+    # llama.cpp brings its own CUDA libraries (built with nvcc): the wheels do not matter.
+    assert result["llm"].label == "cuda:0"
+
+
+def test_libraries_present_no_device_says_the_driver_is_missing():
+    report = HardwareReport(cuda_libraries=libraries(True))
+    for p in plan([EngineRequest("asr:x", "asr", "cuda")], report):
+        assert p.label == "cpu"
+        assert "nvidia-smi sees no card" in p.reasons[0]
+        assert p.fix == "nvidia-smi"
+    auto = plan([EngineRequest("asr:x", "asr", "auto")], report)[0]
+    assert auto.label == "cpu" and "nvidia-smi sees no card" in auto.reasons[0]
+
+
+def test_driver_and_libraries_present_put_everything_on_the_card():
+    result = by_name(plan(REQUESTS, card_box(libs_found=True)))
+    assert {p.label for p in result.values()} == {"cuda:0"}
+    asr = result["asr:small"]
+    assert asr.compute_type == "float16" and not asr.fix
+    assert "float16: compute capability 8.9 has fast half precision" in asr.reasons
+
+
+def test_cpu_only_llama_without_nvcc_names_the_compiler_to_install():
+    report = card_box(libs_found=True, llama_gpu=False, nvcc="")
+    llm = by_name(plan(REQUESTS, report))["llm"]
+    assert llm.label == "cpu"
+    assert "nvcc" in llm.reasons[0] and "apt-get install nvidia-cuda-toolkit" in llm.fix
+    with_nvcc = by_name(plan(REQUESTS, card_box(libs_found=True, llama_gpu=False)))["llm"]
+    assert with_nvcc.fix == "make install GPU=cuda"
+
+
+def test_onnxruntime_without_cuda_provider_points_at_the_install():
+    tts = by_name(plan(REQUESTS, card_box(libs_found=True, onnx_cuda=False)))["tts"]
+    assert tts.label == "cpu" and "onnxruntime-gpu is not installed" in tts.reasons[0]
+    assert tts.fix == "make install GPU=cuda"
+
+
+def test_nvidia_smi_with_driver_column_parses():
+    gpus = parse_nvidia_smi("0, NVIDIA H100 80GB HBM3, 9.0, 81559, 81000, 550.54.15\n")
+    assert gpus[0].name == "NVIDIA H100 80GB HBM3" and gpus[0].capability == (9, 0)

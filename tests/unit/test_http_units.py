@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from daemon.asr.base import Segment
-from daemon.audio import AudioFormat
-from daemon.audio_decode import WavBody
-from daemon.audio_stream import StreamEncoder, output_format, wav_header
+from daemon.audio.decode import WavBody
+from daemon.audio.pcm import AudioFormat
+from daemon.audio.stream import StreamEncoder, output_format, wav_header
 from daemon.config import parse_config
+from daemon.engines.asr.base import Segment
 from daemon.errors import HearthError, InvalidAudio, InvalidRequest
-from daemon.httpserver import repair_request_line
 from protocols.http import errors
 from protocols.http.app import create_app
 from protocols.http.auth import key_matches, offered_keys
 from protocols.http.formats import timestamp, to_srt, to_vtt, verbose_json
 from protocols.http.rawquery import raw_params
+from protocols.http.server import repair_request_line
 from protocols.http.willow_audio import parse_audio_headers
 
 # --------------------------------------------------------------------------- auth

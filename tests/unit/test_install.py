@@ -4,8 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon import install as installer
-from daemon.install import Layout, install, render_unit, uninstall
+from daemon.cli import install as installer
+from daemon.cli.install import Layout, install, render_unit, uninstall
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from daemon.locks import exclusive
+from daemon.ops.locks import exclusive
 
 PROBE = """
 import fcntl, sys

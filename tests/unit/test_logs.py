@@ -3,7 +3,7 @@
 import io
 import logging
 
-from daemon.logs import EventFormatter, request_id, stream_is_journal, under_systemd
+from daemon.ops.logs import EventFormatter, request_id, stream_is_journal, under_systemd
 
 
 def record(level: int, message: str, exc: bool = False) -> logging.LogRecord:

@@ -6,8 +6,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from daemon.config import parse_config
-from daemon.inflight import InFlight
-from daemon.metrics import Metrics, ServiceSnapshot, outcome_of_code, outcome_of_status
+from daemon.ops.inflight import InFlight
+from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code, outcome_of_status
 from protocols.http.app import create_app
 from protocols.http.metrics import protocol_of
 
@@ -95,7 +95,7 @@ def test_outcomes_and_protocols():
 def test_engine_latency_is_observed_from_the_worker_pools():
     import asyncio
 
-    from daemon.workers import WorkerPool
+    from daemon.engines.workers import WorkerPool
 
     metrics = Metrics(lambda: ServiceSnapshot("ready", ("ready",), None))
     engines = SimpleNamespace(
@@ -103,7 +103,7 @@ def test_engine_latency_is_observed_from_the_worker_pools():
         tts_pool=WorkerPool("tts", 1, 4),
         llm_pool=WorkerPool("llm", 1, 4),
     )
-    metrics.watch(engines)  # type: ignore[arg-type]
+    metrics.watch([engines.asr_pool, engines.tts_pool, engines.llm_pool])
     asyncio.run(engines.asr_pool.run(sum, [1, 2]))
     for pool in (engines.asr_pool, engines.tts_pool, engines.llm_pool):
         pool.close()

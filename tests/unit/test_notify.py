@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from daemon.notify import Notifier, keep_alive, watchdog_interval
+from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
 from tests.notify_listener import NotifyListener
 
 

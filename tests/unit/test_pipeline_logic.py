@@ -5,9 +5,15 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from daemon.chat import ChatService, ChatSettings, ConversationStore
+from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.tts.base import SynthesisOptions, TtsEngine
+from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.voices import VoiceInfo, VoiceStore
+from daemon.engines.workers import WorkerPool
 from daemon.errors import InvalidText, PromptTooLong, TextTooLong
-from daemon.events import (
+from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
+from daemon.speech.events import (
+    FinalTranscript,
     ReplyChunk,
     ReplyDone,
     ReplyStarted,
@@ -16,13 +22,10 @@ from daemon.events import (
     SpeechAudio,
     SpeechAudioStart,
     SpeechAudioStop,
+    VoiceStarted,
+    VoiceStopped,
 )
-from daemon.llm.base import ChatMessage, LlmEngine, Sampling
-from daemon.pipeline import SpeechPipeline
-from daemon.tts.base import SynthesisOptions, TtsEngine
-from daemon.tts.service import TtsService
-from daemon.voices import VoiceInfo, VoiceStore
-from daemon.workers import WorkerPool
+from daemon.speech.pipeline import MAX_REPLY_EVENTS, SpeechPipeline, _one_error
 
 
 class FakeLlm(LlmEngine):
@@ -141,9 +144,9 @@ async def test_prompt_limits(tmp_path):
 
 
 def speech_session(asr=None):
-    from daemon.audio import AudioFormat
-    from daemon.endpoint import EndpointConfig
-    from daemon.session import SessionOptions, SessionSettings, SpeechSession
+    from daemon.audio.pcm import AudioFormat
+    from daemon.speech.endpoint import EndpointConfig
+    from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
     from tests.helpers import EnergyVad, FakeAsr
 
     session = SpeechSession(
@@ -167,6 +170,15 @@ async def feed(session, *parts):
             await asyncio.sleep(0)
 
 
+def read(run) -> asyncio.Task:
+    """Read a run's one stream from the start, as adapters do."""
+
+    async def collect():
+        return [e async for e in run.events()]
+
+    return asyncio.ensure_future(collect())
+
+
 async def test_reply_starts_speculatively_and_is_used(tmp_path):
     from tests.helpers import silence, tone
 
@@ -174,6 +186,7 @@ async def test_reply_starts_speculatively_and_is_used(tmp_path):
     pipeline, chat = build(llm, tmp_path)
     session = speech_session()
     run = pipeline.start(session=session, conversation_id="k")
+    reader = read(run)
     await feed(session, tone(1.0), silence(0.3))
     for _ in range(100):  # the speculative reply runs while the client still sends silence
         await asyncio.sleep(0.01)
@@ -181,8 +194,12 @@ async def test_reply_starts_speculatively_and_is_used(tmp_path):
             break
     assert len(llm.prompts) == 1, "the reply should start before the audio ends"
     await feed(session, silence(0.5))
-    events = [e async for e in run.events()]
+    await asyncio.wait_for(session.finish(), 5)
+    events = await asyncio.wait_for(reader, 5)
     assert run.speculation_used and len(llm.prompts) == 1
+    kinds = [type(e) for e in events]
+    # The session's events pass through the run: one stream for the adapter.
+    assert kinds[0] is VoiceStarted and kinds.index(VoiceStopped) < kinds.index(FinalTranscript)
     assert any(isinstance(e, SpeechAudio) for e in events) and events[-1] == RunEnded()
     assert [m.content for m in chat.conversations.history("k")][1] == "Done. The lights are on."
 
@@ -194,6 +211,7 @@ async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
     pipeline, chat = build(llm, tmp_path)
     session = speech_session()
     run = pipeline.start(session=session, conversation_id="k")
+    reader = read(run)
     await feed(session, tone(0.6), silence(0.35))
     for _ in range(100):
         await asyncio.sleep(0.01)
@@ -201,8 +219,9 @@ async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
             break
     first_text = llm.prompts[0][-1].content
     await feed(session, tone(0.6), silence(0.8))
-    events = [e async for e in run.events()]
-    final = events[0]
+    await asyncio.wait_for(session.finish(), 5)
+    events = await asyncio.wait_for(reader, 5)
+    final = next(e for e in events if isinstance(e, FinalTranscript))
     assert final.text != first_text
     assert llm.prompts[-1][-1].content == final.text
     history = chat.conversations.history("k")
@@ -214,8 +233,14 @@ async def test_every_run_ends_with_run_ended_even_without_text(tmp_path):
     pipeline, _ = build(FakeLlm(["x"]), tmp_path)
     assert [e async for e in pipeline.run(text="   ")] == [RunEnded()]
     session = speech_session()
-    events = [e async for e in pipeline.run(session=session)]
+    reader = read(pipeline.start(session=session))
+    await asyncio.wait_for(session.finish(), 5)
+    events = await asyncio.wait_for(reader, 5)
     assert events[0].text == "" and events[-1] == RunEnded()
+    broken = speech_session()
+    reader = read(pipeline.start(session=broken))
+    await broken.close()  # e.g. the upload failed: no final, and still RunEnded
+    assert await asyncio.wait_for(reader, 5) == [RunEnded()]
 
 
 async def test_a_tts_failure_stops_the_llm(tmp_path):
@@ -239,3 +264,36 @@ async def test_a_tts_failure_stops_the_llm(tmp_path):
     produced = Endless.produced
     await asyncio.sleep(0.2)
     assert Endless.produced == produced < 100
+
+
+async def test_a_reply_nobody_reads_waits_instead_of_growing(tmp_path):
+    class Counting(FakeLlm):
+        produced = 0
+
+        async def stream_chat(self, messages, sampling):
+            for i in range(1000):
+                Counting.produced += 1
+                await asyncio.sleep(0)
+                yield f"word{i} "
+
+    pipeline, _ = build(Counting([]), tmp_path)
+    events = pipeline.run(text="talk", speak=False)
+    first = await asyncio.wait_for(anext(events), 5)
+    assert isinstance(first, ReplyStarted)
+    await asyncio.sleep(0.2)
+    assert Counting.produced <= MAX_REPLY_EVENTS + 2
+    await asyncio.wait_for(events.aclose(), 5)
+
+
+def test_a_failed_reply_reports_its_typed_error_and_logs_the_rest(caplog):
+    group = BaseExceptionGroup(
+        "stages", [RuntimeError("tts"), TextTooLong("too long"), asyncio.CancelledError()]
+    )
+    chosen = _one_error(group)
+    assert isinstance(chosen, TextTooLong)
+    assert "RuntimeError: tts" in caplog.text
+    assert isinstance(_one_error(BaseExceptionGroup("x", [ValueError("v")])), ValueError)
+    with pytest.raises(asyncio.CancelledError):
+        _one_error(BaseExceptionGroup("x", [asyncio.CancelledError()]))
+    with pytest.raises(BaseExceptionGroup):
+        _one_error(BaseExceptionGroup("x", [KeyboardInterrupt(), ValueError("v")]))

@@ -1,7 +1,7 @@
 """Sorting config changes into live, engine and restart-only ones."""
 
 from daemon.config import parse_config
-from daemon.reload import changed_keys, plan_reload
+from daemon.runtime.reload import changed_keys, plan_reload
 
 
 def plan(old: str, new: str):

@@ -8,9 +8,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.llm.remote import RemoteLlm
 from daemon.errors import LlmUnavailable
-from daemon.llm.base import ChatMessage, Sampling
-from daemon.llm.remote import RemoteLlm
 from tests.helpers import free_port
 
 

@@ -1,16 +1,25 @@
 """The speech session's logic with a fake VAD and a fake ASR (no models)."""
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
 
-from daemon.audio import RATE, AudioFormat
-from daemon.endpoint import EndpointConfig
+from daemon.audio.pcm import RATE, AudioFormat
+from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong, InvalidAudio
-from daemon.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
-from daemon.session import SessionOptions, SessionSettings, SpeechSession
-from daemon.workers import WorkerPool
+from daemon.speech.endpoint import EndpointConfig
+from daemon.speech.events import (
+    FinalTranscript,
+    PartialTranscript,
+    SpeculationDiscarded,
+    SpeculativeTranscript,
+    VoiceStarted,
+    VoiceStopped,
+)
+from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
+from daemon.speech.stream import EventStream
 from tests.helpers import EnergyVad, FakeAsr, chunks, noise, silence, tone
 
 FMT = AudioFormat(RATE, 2, 1)
@@ -38,77 +47,180 @@ def make(options: SessionOptions | None = None, settings: SessionSettings = SETT
 
 async def feed(session: SpeechSession, audio: np.ndarray, realtime: bool = False) -> None:
     for piece in chunks(audio.tobytes(), (640,)):
-        await session.feed(piece)
+        await asyncio.wait_for(session.feed(piece), 5)
         if realtime:
             await asyncio.sleep(0.001)
+
+
+class Reader:
+    """Reads a session's one event stream in a task of its own, as adapters do."""
+
+    def __init__(self, session: SpeechSession) -> None:
+        self.events: list[object] = []
+        self.task = asyncio.ensure_future(self._read(session))
+
+    async def _read(self, session: SpeechSession) -> None:
+        async for event in session.events():
+            self.events.append(event)
+
+    def kinds(self) -> list[type]:
+        return [type(e) for e in self.events]
+
+    def finals(self) -> list[FinalTranscript]:
+        return [e for e in self.events if isinstance(e, FinalTranscript)]
+
+    async def end(self) -> list[object]:
+        await asyncio.wait_for(self.task, 5)
+        return self.events
+
+
+async def finish(session: SpeechSession, reader: Reader | None = None) -> FinalTranscript:
+    """End the audio and return the final transcript read from the stream."""
+    reader = reader or Reader(session)
+    await asyncio.wait_for(session.finish(), 5)
+    events = await reader.end()
+    assert isinstance(events[-1], FinalTranscript)
+    return events[-1]
 
 
 @pytest.mark.parametrize("audio", [silence(2.0), noise(2.0, level=0.005)])
 async def test_no_speech_means_empty_transcript_and_no_decode(audio):
     session, asr = make()
     await feed(session, audio)
-    final = await session.finish()
+    final = await finish(session)
     assert final.text == "" and final.speech_ms == 0
     assert asr.calls == [] and session.asr_calls == 0
 
 
 async def test_speculative_decode_is_used_when_the_client_ends_later():
     session, asr = make(SessionOptions(partials=False))
+    reader = Reader(session)
     await feed(session, np.concatenate([silence(0.5), tone(1.0), silence(0.8)]))
     await asyncio.sleep(0.05)
-    final = await session.finish()
+    final = await finish(session, reader)
     assert final.speculative
     assert len(asr.calls) == 1  # the speculative decode was the final one
     # trimmed: 1.0 s of speech plus 0.24 s padding on each side
     assert abs(asr.calls[0] / RATE - 1.48) < 0.07
-    events = session.pending_events()
-    assert [type(e) for e in events] == [VoiceStarted, VoiceStopped, FinalTranscript]
+    assert reader.kinds() == [VoiceStarted, SpeculativeTranscript, VoiceStopped, FinalTranscript]
+    assert reader.events[1].text == final.text
 
 
 async def test_speech_resuming_discards_the_speculation():
     session, asr = make(SessionOptions(partials=False))
+    reader = Reader(session)
     await feed(session, np.concatenate([tone(0.6), silence(0.4)]))
     await asyncio.sleep(0.05)
     assert len(asr.calls) == 1  # speculated on the pause
     await feed(session, np.concatenate([tone(0.6), silence(0.8)]))
-    final = await session.finish()
+    final = await finish(session, reader)
     assert final.speculative and len(asr.calls) == 2
     assert asr.calls[1] > asr.calls[0]
     assert final.text == f"{asr.calls[1]} samples"
+    speculation = [
+        e for e in reader.events if isinstance(e, SpeculativeTranscript | SpeculationDiscarded)
+    ]
+    assert [type(e) for e in speculation] == [
+        SpeculativeTranscript,
+        SpeculationDiscarded,
+        SpeculativeTranscript,
+    ]
+    assert speculation[-1].text == final.text
 
 
 async def test_no_speculation_decodes_at_the_end():
     session, asr = make(SessionOptions(partials=False, speculative=False))
     await feed(session, np.concatenate([tone(1.0), silence(0.8)]))
-    final = await session.finish()
+    final = await finish(session)
     assert not final.speculative and len(asr.calls) == 1
 
 
 async def test_speech_until_the_last_sample_is_decoded_whole():
     session, asr = make(SessionOptions(partials=False))
     await feed(session, np.concatenate([silence(0.3), tone(1.2)]))
-    final = await session.finish()
+    final = await finish(session)
     assert not final.speculative
     assert abs(asr.calls[0] / RATE - 1.44) < 0.07
 
 
 async def test_partials_arrive_before_the_final():
     session, _ = make()
-    seen = []
-
-    async def collect():
-        async for event in session.events():
-            seen.append(event)
-
-    collector = asyncio.ensure_future(collect())
+    reader = Reader(session)
     await feed(session, tone(2.0), realtime=True)
     await asyncio.sleep(0.05)
-    await session.finish()
-    await asyncio.wait_for(collector, 5)
-    kinds = [type(e) for e in seen]
+    await finish(session, reader)
+    kinds = reader.kinds()
     assert PartialTranscript in kinds
     assert kinds.index(PartialTranscript) < kinds.index(FinalTranscript)
     assert kinds[-1] is FinalTranscript
+
+
+class SlowAsr(FakeAsr):
+    """A fake ASR whose decodes wait until the test lets them finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def transcribe(self, audio, options):
+        self.release.wait(5)
+        return super().transcribe(audio, options)
+
+
+async def test_a_partial_reaches_the_reader_without_more_audio():
+    session = SpeechSession(
+        SlowAsr(), WorkerPool("asr", 1, 8), EnergyVad(), WorkerPool("vad", 1, 8), SETTINGS
+    )
+    session.start(FMT)
+    reader = Reader(session)
+    await feed(session, tone(0.8))  # long enough for one partial, which now waits
+    await asyncio.sleep(0.05)
+    assert PartialTranscript not in reader.kinds()
+    session.asr.release.set()  # the partial finishes between two chunks...
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if PartialTranscript in reader.kinds():
+            break
+    assert PartialTranscript in reader.kinds()  # ...and is read with no further feed
+    await session.close()
+    await reader.end()
+
+
+async def test_the_stream_is_bounded_and_a_slow_reader_holds_feeding_back():
+    session, _ = make(
+        SessionOptions(partials=False, hands_free=True),
+        SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6), max_audio_s=3),
+    )
+    session._events = EventStream(2)  # a small bound, so a few utterances fill it
+    utterance = np.concatenate([tone(0.3), silence(0.8)])
+    blocked = asyncio.ensure_future(feed(session, np.concatenate([utterance] * 4)))
+    await asyncio.sleep(0.3)
+    assert not blocked.done() and len(session._events) == 2  # waits for the reader
+    reader = Reader(session)
+    await asyncio.wait_for(blocked, 5)
+    await session.close()
+    await reader.end()
+    assert len(reader.finals()) == 4
+
+
+async def test_decodes_take_their_audio_while_the_vad_worker_is_idle():
+    """The VAD worker thread changes the buffer during feed(): a decode must copy its
+    audio while the session lock keeps that worker away, never later from a task."""
+    session, _ = make()
+    unlocked = []
+    original = session._slice
+
+    def checked(start, end):
+        if not session._lock.locked():
+            unlocked.append((start, end))
+        return original(start, end)
+
+    session._slice = checked
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(2.0), silence(0.8)]), realtime=True)
+    await finish(session, reader)
+    assert PartialTranscript in reader.kinds()
+    assert unlocked == []
 
 
 async def test_limits_and_order_errors():
@@ -121,7 +233,7 @@ async def test_limits_and_order_errors():
     with pytest.raises(InvalidAudio, match="sample rate"):
         fresh.start(AudioFormat(50, 2, 1))
     done, _ = make()
-    await done.finish()
+    await finish(done)
     with pytest.raises(InvalidAudio, match="after the end"):
         await done.feed(b"\x00\x00")
 
@@ -131,13 +243,13 @@ async def test_hands_free_finds_two_utterances_with_bounded_memory():
         SessionOptions(partials=False, hands_free=True),
         SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6), max_audio_s=3),
     )
-    finals = []
+    reader = Reader(session)
     # 8 s of audio in all, more than max_audio_s: idle audio must be dropped.
     for part in [silence(2.0), tone(0.8), silence(1.0), silence(2.0), tone(1.0), silence(1.2)]:
         await feed(session, part)
-        result = await session.next_utterance()
-        if result is not None:
-            finals.append(result)
+    await session.close()
+    await reader.end()
+    finals = reader.finals()
     assert len(finals) == 2
     assert all(f.text.endswith("samples") for f in finals)
     assert len(session._buf) // 2 < 3 * RATE
@@ -153,14 +265,17 @@ async def test_repeated_format_is_fine_and_a_changed_one_is_refused():
 
 async def test_concurrent_finish_and_late_feed_are_refused():
     session, asr = make(SessionOptions(partials=False, speculative=False))
+    reader = Reader(session)
     await feed(session, np.concatenate([tone(0.5), silence(0.3)]))
     first = asyncio.ensure_future(session.finish())
     second = asyncio.ensure_future(session.finish())
     late = asyncio.ensure_future(session.feed(b"\x00\x00" * 100))
-    results = await asyncio.gather(first, second, late, return_exceptions=True)
-    assert isinstance(results[0], FinalTranscript)
+    gathered = asyncio.gather(first, second, late, return_exceptions=True)
+    results = await asyncio.wait_for(gathered, 5)
+    assert results[0] is None
     assert isinstance(results[1], InvalidAudio) and isinstance(results[2], InvalidAudio)
     assert len(asr.calls) == 1
+    assert len((await reader.end()) and reader.finals()) == 1
 
 
 async def test_an_oversized_chunk_is_refused_before_conversion():
@@ -175,11 +290,47 @@ async def test_hands_free_cuts_endless_speech_instead_of_failing():
         SessionOptions(partials=False, hands_free=True),
         SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6), max_audio_s=3),
     )
-    finals = []
-    for _ in range(50):  # 10 s of uninterrupted "speech", checked after each feed
+    reader = Reader(session)
+    for _ in range(50):  # 10 s of uninterrupted "speech"
         await feed(session, tone(0.2))
-        result = await session.next_utterance()
-        if result is not None:
-            finals.append(result)
+    await session.close()
+    await reader.end()
+    finals = reader.finals()
     assert len(finals) >= 2
     assert all(f.speech_ms <= 3000 for f in finals)
+
+
+async def test_a_failed_finish_ends_the_stream_without_a_final():
+    class Broken(FakeAsr):
+        def transcribe(self, audio, options):
+            raise RuntimeError("decoder exploded")
+
+    session = SpeechSession(
+        Broken(),
+        WorkerPool("asr", 1, 8),
+        EnergyVad(),
+        WorkerPool("vad", 1, 8),
+        SETTINGS,
+        SessionOptions(partials=False, speculative=False),
+    )
+    session.start(FMT)
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(0.5), silence(0.3)]))
+    with pytest.raises(RuntimeError, match="exploded"):
+        await asyncio.wait_for(session.finish(), 5)
+    assert reader.finals() == [] and VoiceStarted in (await reader.end() and reader.kinds())
+
+
+async def test_the_event_stream_waits_when_full_and_ends_after_close():
+    stream: EventStream[int] = EventStream(2)
+    await stream.put(1)
+    await stream.put(2)
+    third = asyncio.ensure_future(stream.put(3))
+    await asyncio.sleep(0.01)
+    assert not third.done()
+    assert await asyncio.wait_for(stream.get(), 1) == 1
+    await asyncio.wait_for(third, 1)
+    stream.close()
+    await asyncio.wait_for(stream.put(4), 1)  # closed: dropped, never waits
+    assert [i async for i in stream] == [2, 3]
+    assert await asyncio.wait_for(stream.get(), 1) is None

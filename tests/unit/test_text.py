@@ -1,4 +1,4 @@
-from daemon.text import SentenceSplitter, split_sentences
+from daemon.engines.tts.text import SentenceSplitter, split_sentences
 
 
 def test_split_complete_text():

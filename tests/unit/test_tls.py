@@ -4,9 +4,9 @@ import ssl
 
 import pytest
 
-from daemon import tls
 from daemon.config import parse_config
 from daemon.errors import ConfigError
+from daemon.ops import tls
 
 
 def test_a_self_signed_certificate_is_made_once_and_reused(tmp_path):

@@ -3,8 +3,8 @@
 import threading
 from unittest import mock
 
-from daemon import training
 from daemon.config import parse_config
+from daemon.voices import training
 
 
 class FakeChild:

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from daemon.errors import HearthError
-from daemon.voice_import import MAX_ARCHIVE_MEMBERS, extract_archive
+from daemon.voices.importer import MAX_ARCHIVE_MEMBERS, extract_archive
 
 
 def zip_of(files: dict[str, bytes]) -> bytes:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from daemon.engines.tts.voices import DEFAULT_KEYS, VoiceStore
 from daemon.errors import InvalidRequest, UnknownVoice
-from daemon.voices import DEFAULT_KEYS, VoiceStore
 
 PIPER_CONFIG = {"audio": {"sample_rate": 22050}, "language": {"code": "en_US"}}
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from daemon.engines.workers import WorkerPool
 from daemon.errors import Busy
-from daemon.workers import WorkerPool
 
 
 async def test_runs_off_the_loop_and_refuses_when_full():

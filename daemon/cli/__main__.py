@@ -1,0 +1,5 @@
+"""``python -m daemon.cli``: the same as the ``hearth`` command."""
+
+from daemon.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""``hearth check``: every start-up decision, shown before the daemon makes it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from daemon.config import Config
+from daemon.engines.hardware import plan, probe
+from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
+from daemon.errors import HearthError
+from daemon.runtime.engines import engine_requests, load_engines
+
+
+def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
+    problems: list[str] = []
+    report = probe()
+    out: dict[str, Any] = {
+        "config": config.source,
+        "state_dir": str(config.state_path),
+        "hardware": {
+            "cpu_count": report.cpu_count,
+            "cuda_devices": [g.__dict__ for g in report.gpus],
+            "ctranslate2_cuda_devices": report.ctranslate2_cuda,
+            "onnxruntime_cuda": report.onnx_cuda,
+            "llama_gpu_offload": report.llama_gpu,
+            "nvidia_driver": report.driver_version,
+            "nvcc": report.nvcc,
+            "cuda_libraries": [
+                lib.__dict__ | {"users": list(lib.users)} for lib in report.cuda_libraries or ()
+            ],
+            "notes": list(report.notes),
+        },
+    }
+    models: dict[str, Any] = {}
+    for name, m in config.asr.models.items():
+        try:
+            path = resolve_whisper(m.path, config.models_path, allow_download=False)
+            models[f"asr:{name}"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
+        except HearthError as exc:
+            models[f"asr:{name}"] = {"error": str(exc)}
+            if not config.asr.allow_download:
+                problems.append(str(exc))
+    if config.llm.backend == "local":
+        try:
+            path = resolve_gguf(config.llm.model, config.models_path, allow_download=False)
+            models["llm"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
+        except HearthError as exc:
+            models["llm"] = {"error": str(exc)}
+    else:
+        models["llm"] = {"remote": config.llm.remote.base_url}
+    try:
+        from daemon.engines.tts.voices import VoiceStore
+
+        voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
+        models["tts"] = {
+            "path": str(voice.model_path),
+            "size_mb": round(size_mb(voice.model_path), 1),
+        }
+    except HearthError as exc:
+        models["tts"] = {"error": str(exc)}
+        problems.append(str(exc))
+    out["models"] = models
+    if config.https.enabled:
+        from daemon.ops.tls import certificate_files, fingerprint
+
+        try:
+            # The certificate the daemon will serve (a self-signed one is made now if
+            # none exists yet, so the fingerprint can be checked before first use).
+            cert, _ = certificate_files(config)
+            out["https"] = {
+                "url": f"https://<this host>:{config.https.port}",
+                "certificate": str(cert),
+                "sha256": fingerprint(cert),
+            }
+        except (HearthError, OSError, ValueError) as exc:
+            out["https"] = {"error": str(exc)}
+            problems.append(f"https: {exc}")
+    out["plan"] = [
+        {
+            "engine": p.name,
+            "device": p.label,
+            "compute_type": p.compute_type,
+            "reasons": p.reasons,
+            "fix": p.fix,
+        }
+        for p in plan(engine_requests(config), report)
+    ]
+    # A fallback is a warning, not a problem: the engine still runs, on the CPU.
+    out["warnings"] = [
+        f"{p['engine']} runs on the CPU; to put it on the GPU: {p['fix']}"
+        for p in out["plan"]
+        if p["fix"]
+    ]
+    if load:
+        try:
+            engines = load_engines(config, report)
+            out["loaded"] = engines.describe()
+            engines.close()
+        except HearthError as exc:
+            problems.append(f"{exc.code}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - check reports, never crashes
+            problems.append(f"{type(exc).__name__}: {exc}")
+    out["problems"] = problems
+    return out, problems
+
+
+def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
+    """Print the report; exit code 1 when anything is wrong."""
+    out, problems = _collect(config, load)
+    if as_json:
+        print(json.dumps(out, indent=2, default=str))
+        return 1 if problems else 0
+    hw = out["hardware"]
+    print(f"config      {out['config']}")
+    print(f"state dir   {out['state_dir']}")
+    print(f"CPU         {hw['cpu_count']} cores")
+    if hw["cuda_devices"]:
+        for g in hw["cuda_devices"]:
+            cap = ".".join(map(str, g["capability"]))
+            print(
+                f"CUDA        cuda:{g['index']} {g['name']} cc {cap}, "
+                f"{g['free_mb']}/{g['total_mb']} MB free"
+            )
+    else:
+        print(f"CUDA        none (CTranslate2 sees {hw['ctranslate2_cuda_devices']} devices)")
+    if hw["nvidia_driver"]:
+        print(f"driver      NVIDIA {hw['nvidia_driver']}; nvcc: {hw['nvcc'] or 'not installed'}")
+    for lib in hw["cuda_libraries"]:
+        where = lib["path"] or "NOT FOUND (make install GPU=cuda)"
+        print(f"  {lib['soname']:<18} for {'+'.join(lib['users']):<8} {where}")
+    print(
+        f"onnxruntime CUDA provider: {'yes' if hw['onnxruntime_cuda'] else 'no'}; "
+        f"llama.cpp GPU offload: {'yes' if hw['llama_gpu_offload'] else 'no'}"
+    )
+    for note in hw["notes"]:
+        print(f"note        {note}")
+    if "https" in out:
+        https = out["https"]
+        if "sha256" in https:
+            print(f"HTTPS       {https['url']}, certificate {https['certificate']}")
+            print(f"            SHA-256 {https['sha256']}")
+        else:
+            print(f"HTTPS       {https['error']}")
+    print("\nmodels")
+    for name, info in out["models"].items():
+        detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"
+        print(f"  {name:<14} {detail}")
+    print("\nplan")
+    for p in out["plan"]:
+        print(
+            f"  {p['engine']:<14} {p['device']:<7} {p['compute_type']:<9} {'; '.join(p['reasons'])}"
+        )
+        if p["fix"]:
+            print(f"  {'':<14} to fix: {p['fix']}")
+    if "loaded" in out:
+        print("\nloaded")
+        for e in out["loaded"]:
+            batch = f", batches of up to {e['max_batch']}" if e.get("max_batch", 1) > 1 else ""
+            print(
+                f"  {e['name']:<14} {e['device']:<7} {e['compute_type']:<9} {e['load_s']} s{batch}"
+            )
+            for lib in e.get("cuda_libraries", ()):
+                state = "loaded" if lib["loaded"] else "not loaded"
+                print(f"  {'':<14} {lib['soname']}: {lib['path'] or 'not found'} ({state})")
+            if e.get("fix"):
+                print(f"  {'':<14} to fix: {e['fix']}")
+    for warning in out["warnings"]:
+        print(f"\nwarning     {warning}")
+    if problems:
+        print("\nproblems", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    print("\nok")
+    return 0

@@ -1,0 +1,209 @@
+"""The ``hearth`` command: serve, check, transcribe, say, chat, install-service."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from daemon import __version__
+from daemon.config import Config, load_config
+from daemon.errors import ConfigError, HearthError
+from daemon.ops.logs import setup_logging
+
+_LOGGER = logging.getLogger("hearth")
+EXIT_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hearth", description="Hearth voice daemon.")
+    parser.add_argument("--version", action="version", version=f"hearth {__version__}")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $HEARTH_CONFIG, else built-in defaults)",
+    )
+    parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--config",
+            metavar="PATH",
+            default=argparse.SUPPRESS,
+            help="config file (default: $HEARTH_CONFIG)",
+        )
+        return p
+
+    add("serve", "Run the daemon: HTTP API (and protocol listeners) on the configured ports.")
+
+    check = add("check", "Validate config, show hardware, devices and models; load every engine.")
+    check.add_argument("--no-load", action="store_true", help="plan only, do not load models")
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+
+    tr = add("transcribe", "Transcribe audio files (any format PyAV reads).")
+    tr.add_argument("files", nargs="+", metavar="FILE")
+    tr.add_argument("--model", help="ASR model name from asr.models")
+    tr.add_argument("--language", help="language code, or 'auto' to detect")
+    tr.add_argument("--beam-size", type=int)
+    tr.add_argument("--translate", action="store_true", help="translate to English")
+    tr.add_argument("--prompt", help="initial prompt (names, vocabulary)")
+
+    say = add("say", "Speak text into an audio file.")
+    say.add_argument("text")
+    say.add_argument("-o", "--output", required=True, help="output file (.wav, .flac or .pcm)")
+    say.add_argument("--voice")
+    say.add_argument("--speaker")
+    say.add_argument("--speed", type=float, default=1.0)
+    say.add_argument("--rate", type=int, help="output sample rate (Hz)")
+    say.add_argument("--noise-scale", type=float, help="Piper generator noise (0-2)")
+    say.add_argument("--noise-w", type=float, help="Piper phoneme width noise (0-2)")
+
+    chat = add("chat", "Ask the LLM; the reply streams to standard output.")
+    chat.add_argument("prompt")
+
+    from daemon.cli.voices import add_parser as add_voices
+
+    add_voices(sub, add)
+
+    svc = sub.add_parser(
+        "install-service",
+        help="Install Hearth as a systemd service (as root).",
+        description="Install (or upgrade) the venv in /opt/hearth, the hearth user, the "
+        "systemd unit and /etc/hearth/config.yaml if absent; enable and start it.",
+    )
+    svc.add_argument("--uninstall", action="store_true", help="stop and remove unit and venv")
+    svc.add_argument("--prefix", default="/opt/hearth", help="venv location (/opt/hearth)")
+    svc.add_argument("--source", type=Path, help="Hearth source tree (default: this checkout)")
+    svc.add_argument("--root", type=Path, default=Path("/"), help="stage into this folder")
+    svc.add_argument("--no-venv", action="store_true", help="only the user, unit and config")
+    svc.add_argument("--no-start", action="store_true", help="do not enable and start it")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hearth`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "install-service":
+        return _install_service(args)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"hearth: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    quiet = args.command in ("transcribe", "say", "chat", "voices")
+    setup_logging(args.log_level or ("warning" if quiet else config.log.level))
+    try:
+        if args.command == "serve":
+            return _serve(config)
+        if args.command == "check":
+            from daemon.cli.check import run_check
+
+            return run_check(config, load=not args.no_load, as_json=args.json)
+        if args.command == "voices":
+            from daemon.cli.voices import run as run_voices
+
+            return run_voices(config, args)
+        return asyncio.run(_COMMANDS[args.command](config, args))
+    except HearthError as exc:
+        print(f"hearth: {exc.code}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _install_service(args: argparse.Namespace) -> int:
+    from daemon.cli.install import InstallError, Layout, install, source_tree, uninstall
+
+    layout = Layout(root=args.root, prefix=args.prefix)
+    try:
+        if args.uninstall:
+            uninstall(layout)
+            return 0
+        source = args.source or source_tree()
+        if source is None:
+            raise InstallError("no source tree here: pass --source /path/to/hearth")
+        install(layout, source, venv=not args.no_venv, start=not args.no_start)
+    except (InstallError, OSError) as exc:
+        print(f"hearth: install-service: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _serve(config: Config) -> int:
+    from daemon.service import HearthService
+
+    return asyncio.run(HearthService(config).run())
+
+
+async def _transcribe(config: Config, args: argparse.Namespace) -> int:
+    from daemon.audio.pcm import decode_file, pcm_to_float
+    from daemon.engines.asr.base import TranscribeOptions
+    from daemon.engines.hardware import probe
+    from daemon.runtime.engines import load_engines
+
+    options = TranscribeOptions(
+        beam_size=args.beam_size,
+        language=args.language,
+        task="translate" if args.translate else "transcribe",
+        initial_prompt=args.prompt,
+    )
+    engines = await asyncio.to_thread(load_engines, config, probe(), tts=False, llm=False)
+    model = engines.asr_model(args.model)
+    status = 0
+    for name in args.files:
+        try:
+            samples = await asyncio.to_thread(decode_file, name, config.limits.max_file_audio_s)
+            result = await engines.asr_pool.run(model.transcribe, pcm_to_float(samples), options)
+        except HearthError as exc:
+            print(f"hearth: {name}: {exc.code}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        prefix = f"{name}: " if len(args.files) > 1 else ""
+        print(f"{prefix}{result.text}", flush=True)
+    engines.close()
+    return status
+
+
+async def _say(config: Config, args: argparse.Namespace) -> int:
+    from daemon.engines.hardware import probe
+    from daemon.engines.tts.base import SynthesisOptions
+    from daemon.runtime.engines import load_engines
+
+    fmt = Path(args.output).suffix.lstrip(".").lower() or "wav"
+    options = SynthesisOptions(
+        voice=args.voice,
+        speaker=args.speaker,
+        speed=args.speed,
+        sample_rate=args.rate,
+        noise_scale=args.noise_scale,
+        noise_w_scale=args.noise_w,
+    )
+    engines = await asyncio.to_thread(load_engines, config, probe(), asr=False, llm=False)
+    assert engines.tts is not None
+    data = await engines.tts.synthesize(args.text, options, fmt, use_cache=False)
+    Path(args.output).write_bytes(data)
+    engines.close()
+    print(f"wrote {args.output} ({len(data)} bytes)", file=sys.stderr)
+    return 0
+
+
+async def _chat(config: Config, args: argparse.Namespace) -> int:
+    from daemon.engines.hardware import probe
+    from daemon.runtime.engines import load_engines
+
+    engines = await asyncio.to_thread(load_engines, config, probe(), asr=False, tts=False)
+    assert engines.chat is not None
+    async for piece in engines.chat.chat("", args.prompt):
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    await engines.chat.llm.close()
+    engines.close()
+    return 0
+
+
+_COMMANDS = {"transcribe": _transcribe, "say": _say, "chat": _chat}

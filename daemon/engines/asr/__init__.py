@@ -1,0 +1,1 @@
+"""Speech-to-text engines: the narrow `AsrModel` interface (`base`) and Whisper (`whisper`)."""

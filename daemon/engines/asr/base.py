@@ -1,0 +1,84 @@
+"""The narrow interface the speech session needs from an ASR model."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from daemon.errors import InvalidRequest
+
+
+@dataclass(frozen=True)
+class TranscribeOptions:
+    """Per-request decoding options; None means the model's configured default."""
+
+    beam_size: int | None = None
+    language: str | None = None
+    """ISO code; None uses the model default, "auto" detects."""
+    task: Literal["transcribe", "translate"] = "transcribe"
+    initial_prompt: str | None = None
+    timestamps: bool = False
+    """Decode segment timestamps (subtitles); off is faster."""
+
+    def __post_init__(self) -> None:
+        if self.beam_size is not None and not 1 <= self.beam_size <= 10:
+            raise InvalidRequest(f"beam_size must be between 1 and 10, got {self.beam_size}")
+        if self.task not in ("transcribe", "translate"):
+            raise InvalidRequest(f"task must be transcribe or translate, got {self.task!r}")
+        if self.language is not None and (
+            len(self.language) > 16 or not self.language.replace("_", "").isalpha()
+        ):
+            raise InvalidRequest(f"language must be an ISO code, got {self.language!r}")
+        if self.initial_prompt is not None and len(self.initial_prompt) > 1000:
+            raise InvalidRequest("initial_prompt must be at most 1000 characters")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a transcript with its place in the audio."""
+
+    start_s: float
+    """Start (s from the beginning of the audio)."""
+    end_s: float
+    """End (s)."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A finished transcription."""
+
+    text: str
+    language: str
+    audio_s: float
+    """Seconds of audio decoded."""
+    language_probability: float = 1.0
+    segments: tuple[Segment, ...] = ()
+    """Timed pieces, where the model reports them."""
+
+
+class AsrModel(ABC):
+    """One loaded speech-to-text model, shared by all sessions; calls are blocking."""
+
+    name: str
+    languages: tuple[str, ...]
+    device: str
+
+    @abstractmethod
+    def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
+        """Decode 16 kHz mono float32 audio (blocking; call from a worker)."""
+
+    def transcribe_segments(
+        self, audio: np.ndarray, options: TranscribeOptions
+    ) -> Iterator[Segment | Transcript]:
+        """Yield segments as they are decoded, then the whole Transcript (blocking).
+
+        The default decodes everything at once; models that decode lazily override it.
+        """
+        result = self.transcribe(audio, options)
+        yield from result.segments or (Segment(0.0, result.audio_s, result.text),)
+        yield result

@@ -1,0 +1,257 @@
+"""faster-whisper (CTranslate2) speech-to-text."""
+
+from __future__ import annotations
+
+import logging
+import os
+import zlib
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from daemon.audio.pcm import RATE
+from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transcript
+from daemon.engines.asr.batch import Batcher
+
+_LOGGER = logging.getLogger(__name__)
+
+# Languages Whisper's multilingual models know (ISO 639-1 where one exists).
+MULTILINGUAL = (
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu "
+    "ta no th ur hr bg lt la mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn "
+    "bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd gu am yi lo uz fo ht ps tk nn "
+    "mt sa lb my bo tl mg as tt haw ln ha ba jw su yue"
+).split()
+
+WINDOW_S = 30.0
+"""Whisper decodes 30 s windows: longer audio takes the sequential path."""
+# faster-whisper's defaults for transcribe(); a batched result that misses one of
+# these thresholds is decoded again on the normal path (temperature fallback).
+COMPRESSION_RATIO_THRESHOLD = 2.4
+LOG_PROB_THRESHOLD = -1.0
+MAX_INITIAL_TIMESTAMP_S = 1.0
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One utterance of a batch, with the options resolved for this model."""
+
+    audio: np.ndarray
+    options: TranscribeOptions
+    language: str
+    beam_size: int
+
+
+class WhisperAsr(AsrModel):
+    """A loaded faster-whisper model."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        device: str = "cpu",
+        device_index: int = 0,
+        compute_type: str = "int8",
+        cpu_threads: int = 0,
+        workers: int = 1,
+        beam_size: int = 1,
+        language: str = "",
+        batch_window_ms: int = 0,
+        max_batch: int = 1,
+    ) -> None:
+        if device != "cpu":
+            from daemon.engines import cuda
+
+            # Before CTranslate2 opens libcublas.so.12 by name (at model load).
+            cuda.preload()
+        from faster_whisper import WhisperModel
+
+        self.name = name
+        self.path = path
+        self.device = "cpu" if device == "cpu" else f"cuda:{device_index}"
+        self.compute_type = compute_type
+        self.default_beam = beam_size
+        self._model = WhisperModel(
+            str(path),
+            device=device,
+            device_index=device_index,
+            compute_type=compute_type,
+            # CTranslate2 defaults to 4 threads; more than the cores only slows it.
+            cpu_threads=cpu_threads or min(4, os.cpu_count() or 1),
+            num_workers=workers,
+        )
+        self.multilingual = bool(self._model.model.is_multilingual)
+        self.default_language = language or ("" if self.multilingual else "en")
+        self.languages = tuple(MULTILINGUAL) if self.multilingual else ("en",)
+        self.batcher: Batcher[_Job, Transcript] | None = None
+        """Batches utterances that are ready together (None: batching off)."""
+        if max_batch > 1:
+            self.batcher = Batcher(
+                self._decode_batch, batch_window_ms / 1000, max_batch, runners=workers
+            )
+
+    def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
+        """Decode 16 kHz mono float32 audio.
+
+        Args:
+            audio: samples in [-1, 1] at 16 kHz.
+            options: beam size, language (None: default, "auto": detect), task, prompt,
+                timestamps.
+
+        Returns:
+            The joined text of every segment, the segments, and the language used or
+            detected.
+        """
+        job = self._batchable(audio, options)
+        if job is not None and self.batcher is not None:
+            return self.batcher.submit(self._batch_key(job), job)
+        result = None
+        for item in self.transcribe_segments(audio, options):
+            if isinstance(item, Transcript):
+                result = item
+        assert result is not None
+        return result
+
+    def _language(self, options: TranscribeOptions) -> str | None:
+        """The language to decode in (None: detect)."""
+        language = options.language
+        if language is None:
+            language = self.default_language or None
+        if language == "auto":
+            language = None
+        return language if self.multilingual else "en"
+
+    def _batchable(self, audio: np.ndarray, options: TranscribeOptions) -> _Job | None:
+        """The batch job for this call, or None when it needs the sequential path.
+
+        A batch decodes one 30 s window per utterance with options all its members
+        share; long audio, timestamps and language detection go the normal way.
+        """
+        language = self._language(options)
+        if language is None or options.timestamps or len(audio) >= WINDOW_S * RATE:
+            return None
+        beam = options.beam_size or self.default_beam
+        return _Job(audio.astype(np.float32, copy=False), options, language, beam)
+
+    @staticmethod
+    def _batch_key(job: _Job) -> Hashable:
+        task = job.options.task
+        return (job.language, task, job.beam_size, job.options.initial_prompt)
+
+    def _decode_batch(self, jobs: list[_Job]) -> list[Transcript]:
+        """Encode and decode utterances sharing options in one CTranslate2 call.
+
+        Mirrors faster-whisper's first-window decode (same features, prompt and
+        generation settings, greedy or beam); a result that would have needed its
+        temperature fallback or no-speech check is decoded again sequentially, so a
+        batched transcript is the one the sequential path gives.
+        """
+        if len(jobs) == 1:
+            return [self._sequential(jobs[0])]
+        from faster_whisper.audio import pad_or_trim
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        fw = self._model
+        first = jobs[0]
+        task = first.options.task if self.multilingual else "transcribe"
+        tokenizer = Tokenizer(
+            fw.hf_tokenizer, self.multilingual, task=task, language=first.language
+        )
+        features = []
+        sizes = []
+        for job in jobs:
+            mel = fw.feature_extractor(job.audio)
+            size = min(fw.feature_extractor.nb_max_frames, mel.shape[-1] - 1)
+            sizes.append(size)
+            features.append(pad_or_trim(mel[:, :size]))
+        previous: list[int] = []
+        if first.options.initial_prompt is not None:
+            previous = tokenizer.encode(" " + first.options.initial_prompt.strip())
+        prompt = fw.get_prompt(tokenizer, previous, without_timestamps=True)
+        encoded = fw.encode(np.stack(features))
+        results: list[Any] = fw.model.generate(
+            encoded,
+            [list(prompt) for _ in jobs],
+            beam_size=first.beam_size,
+            patience=1,
+            length_penalty=1,
+            repetition_penalty=1,
+            no_repeat_ngram_size=0,
+            max_length=fw.max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
+            max_initial_timestamp_index=int(round(MAX_INITIAL_TIMESTAMP_S / fw.time_precision)),
+        )
+        out: list[Transcript] = []
+        for job, size, result in zip(jobs, sizes, results, strict=True):
+            tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+            text = tokenizer.decode(tokens)
+            avg_logprob = (
+                result.scores[0] * len(result.sequences_ids[0]) / (len(result.sequences_ids[0]) + 1)
+            )
+            if (
+                _compression_ratio(text.strip()) > COMPRESSION_RATIO_THRESHOLD
+                or avg_logprob <= LOG_PROB_THRESHOLD
+            ):
+                out.append(self._sequential(job))
+                continue
+            piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text.strip())
+            out.append(
+                Transcript(
+                    text=piece.text,
+                    language=job.language,
+                    audio_s=len(job.audio) / RATE,
+                    segments=(piece,),
+                )
+            )
+        return out
+
+    def _sequential(self, job: _Job) -> Transcript:
+        result = None
+        for item in self.transcribe_segments(job.audio, job.options):
+            if isinstance(item, Transcript):
+                result = item
+        assert result is not None
+        return result
+
+    def transcribe_segments(
+        self, audio: np.ndarray, options: TranscribeOptions
+    ) -> Iterator[Segment | Transcript]:
+        """Yield each segment as faster-whisper decodes it, then the Transcript."""
+        language = self._language(options)
+        task = options.task if self.multilingual else "transcribe"
+        segments, info = self._model.transcribe(
+            audio.astype(np.float32, copy=False),
+            beam_size=options.beam_size or self.default_beam,
+            language=language,
+            task=task,
+            initial_prompt=options.initial_prompt,
+            condition_on_previous_text=False,
+            without_timestamps=not options.timestamps,
+            vad_filter=False,
+        )
+        # The generator decodes lazily: consume it here, inside the worker.
+        parts: list[Segment] = []
+        for segment in segments:
+            piece = Segment(float(segment.start), float(segment.end), segment.text.strip())
+            parts.append(piece)
+            yield piece
+        yield Transcript(
+            text=" ".join(p.text for p in parts if p.text),
+            language=info.language,
+            audio_s=len(audio) / RATE,
+            language_probability=float(info.language_probability or 1.0),
+            segments=tuple(parts),
+        )
+
+
+def _compression_ratio(text: str) -> float:
+    """faster-whisper's repetition measure: text bytes over zlib-compressed bytes."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0

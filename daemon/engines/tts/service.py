@@ -1,0 +1,164 @@
+"""Streaming, cached speech synthesis over the voice store, used by every protocol."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict
+
+from daemon.audio.pcm import encode, resample_pcm
+from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
+from daemon.engines.tts.cache import TtsCache, cache_key
+from daemon.engines.tts.text import split_sentences
+from daemon.engines.tts.voices import VoiceInfo, VoiceStore
+from daemon.engines.workers import WorkerPool
+from daemon.errors import InvalidText, TextTooLong
+
+
+class TtsService:
+    """Validates requests, runs the engine in its worker pool, caches results."""
+
+    def __init__(
+        self,
+        engine: TtsEngine,
+        store: VoiceStore,
+        pool: WorkerPool,
+        cache: TtsCache | None,
+        default_voice: str,
+        sentence_silence_s: float,
+        max_text_chars: int,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.pool = pool
+        self.cache = cache
+        self.default_voice = default_voice
+        self.sentence_silence_s = sentence_silence_s
+        self.max_text_chars = max_text_chars
+
+    def prepare(self, text: str, options: SynthesisOptions) -> tuple[VoiceInfo, list[str]]:
+        """Check text and voice; return the voice and the sentences to speak.
+
+        For checks on the event loop: the voice comes from the store's memory
+        (:meth:`VoiceStore.lookup`). What is synthesized uses :meth:`prepare_async`.
+        """
+        return self.check_voice(options), self._sentences(text)
+
+    async def prepare_async(
+        self, text: str, options: SynthesisOptions
+    ) -> tuple[VoiceInfo, list[str]]:
+        """Like :meth:`prepare`, with the voice read afresh from the store in a thread."""
+        sentences = self._sentences(text)
+        return await self.check_voice_async(options), sentences
+
+    def _sentences(self, text: str) -> list[str]:
+        if len(text) > self.max_text_chars:
+            raise TextTooLong(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
+        sentences = split_sentences(text)
+        if not sentences:
+            raise InvalidText("text to speak is empty")
+        return sentences
+
+    def check_voice(self, options: SynthesisOptions) -> VoiceInfo:
+        """The voice these options name, from the store's memory; UnknownVoice otherwise."""
+        return self.store.lookup(options.voice or self.default_voice)
+
+    async def check_voice_async(self, options: SynthesisOptions) -> VoiceInfo:
+        """The voice these options name, read from the store off the event loop."""
+        # A voice replaced or changed since it was last read must not be spoken (or
+        # cached) with its old model and defaults.
+        return await self.store.get_async(options.voice or self.default_voice)
+
+    def output_rate(self, voice: VoiceInfo, options: SynthesisOptions) -> int:
+        """The sample rate audio will have (Hz)."""
+        return options.sample_rate or voice.sample_rate
+
+    async def stream(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
+        """Yield audio sentence by sentence as each is synthesized."""
+        voice, sentences = await self.prepare_async(text, options)
+        async for block in self.stream_prepared(voice, sentences, options):
+            yield block
+
+    async def stream_prepared(
+        self, voice: VoiceInfo, sentences: list[str], options: SynthesisOptions
+    ) -> AsyncIterator[SentenceAudio]:
+        """Like :meth:`stream`, for what :meth:`prepare` returned."""
+        silence_s = (
+            self.sentence_silence_s
+            if options.sentence_silence_s is None
+            else options.sentence_silence_s
+        )
+        rate = self.output_rate(voice, options)
+        gap = b"\x00\x00" * int(rate * silence_s)
+
+        def work() -> Iterator[SentenceAudio]:
+            for index, sentence in enumerate(sentences):
+                pcm = b"".join(self.engine.synthesize(voice, sentence, options))
+                pcm = resample_pcm(pcm, voice.sample_rate, rate)
+                if index < len(sentences) - 1:
+                    pcm += gap
+                yield SentenceAudio(pcm, rate, sentence)
+
+        async for block in self.pool.stream(work):
+            yield block
+
+    async def stream_cached(
+        self, text: str, options: SynthesisOptions
+    ) -> AsyncIterator[SentenceAudio]:
+        """Like :meth:`stream`, but a cached utterance comes back at once as one
+        block, and a fresh one is stored (as raw PCM) once it is complete."""
+        voice, sentences = await self.prepare_async(text, options)
+        key = self.key(text, voice, options, "pcm")
+        hit = await self.cache_get(key)
+        if hit is not None:
+            yield SentenceAudio(hit, self.output_rate(voice, options), text)
+            return
+        parts = []
+        async for block in self.stream_prepared(voice, sentences, options):
+            parts.append(block.pcm)
+            yield block
+        if any(parts):
+            await self.cache_put(key, b"".join(parts))
+
+    def key(self, text: str, voice: VoiceInfo, options: SynthesisOptions, fmt: str) -> str | None:
+        """Cache key for text spoken by ``voice`` in this format; None without a cache."""
+        if self.cache is None:
+            return None
+        # The model's change time: a voice replaced under the same name is not served stale.
+        opts = asdict(options) | {"voice": voice.name, "voice_version": voice.version}
+        if opts["sentence_silence_s"] is None:
+            opts["sentence_silence_s"] = self.sentence_silence_s
+        return cache_key(text=text, options=opts, fmt=fmt)
+
+    async def cache_get(self, key: str | None) -> bytes | None:
+        """The audio cached under ``key``; None on a miss or when ``key`` is None."""
+        if key is None or self.cache is None:
+            return None
+        return await asyncio.to_thread(self.cache.get, key)
+
+    async def cache_put(self, key: str | None, data: bytes) -> None:
+        """Store ``data`` under ``key`` (nothing when ``key`` is None)."""
+        if key is not None and self.cache is not None:
+            await asyncio.to_thread(self.cache.put, key, data)
+
+    async def synthesize(
+        self, text: str, options: SynthesisOptions, fmt: str = "wav", use_cache: bool = True
+    ) -> bytes:
+        """The whole utterance encoded as ``fmt`` (wav, flac, pcm).
+
+        With ``use_cache`` the result comes from the cache when there and is stored
+        there otherwise; without it the cache is neither read nor written.
+        """
+        voice, sentences = await self.prepare_async(text, options)
+        key = self.key(text, voice, options, fmt) if use_cache else None
+        hit = await self.cache_get(key)
+        if hit is not None:
+            return hit
+        parts = [block.pcm async for block in self.stream_prepared(voice, sentences, options)]
+        if not any(parts):
+            raise InvalidText("the text has nothing speakable in it")
+        data = await asyncio.to_thread(
+            encode, b"".join(parts), self.output_rate(voice, options), fmt
+        )
+        await self.cache_put(key, data)
+        return data

@@ -1,0 +1,183 @@
+"""Prometheus metrics: what a home server's dashboard and alerts need.
+
+Counters and histograms are updated as things happen (requests, engine calls);
+gauges that describe the present (queue depth, active sessions, loaded models,
+TTS cache) are read from the running service at scrape time, so nothing has to
+keep them in step. Each :class:`Metrics` has its own registry: nothing is
+registered at import, and tests can build as many as they like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    StateSetMetricFamily,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from daemon import __version__
+from daemon.errors import status_of
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+OBSERVED_ENGINES = ("asr", "tts", "llm")
+"""Worker pools whose calls feed the latency histogram (VAD calls are per chunk, tiny)."""
+LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+"""Seconds: from a fast GPU decode to a long file or reply on a small CPU."""
+
+
+def outcome_of_code(code: str) -> str:
+    """A request's outcome label from its error code ("": it succeeded)."""
+    return outcome_of_status(status_of(code)) if code else "ok"
+
+
+def outcome_of_status(status: int) -> str:
+    """A request's outcome label from its HTTP status."""
+    if status < 400:
+        return "ok"
+    if status in (429, 503):
+        return "busy"
+    if status >= 500:
+        return "error"
+    return "rejected"
+
+
+class ObservedPool(Protocol):
+    """A worker pool whose calls can be timed (``daemon.engines.workers.WorkerPool``)."""
+
+    name: str
+    observer: Callable[[str, float], None] | None
+
+
+@dataclass(frozen=True)
+class EngineGauges:
+    """What the engines look like now, as plain numbers for the scrape."""
+
+    models: tuple[tuple[str, str, str], ...] = ()
+    """(engine, kind, device) of each loaded model."""
+    pools: tuple[tuple[str, int, int], ...] = ()
+    """(engine, calls queued, calls running) of each worker pool."""
+    cache: tuple[int, int, int, int] | None = None
+    """TTS cache (hits, misses, bytes, entries), None when there is no cache."""
+
+
+@dataclass
+class ServiceSnapshot:
+    """What the scrape-time gauges read from the service."""
+
+    state: str
+    states: tuple[str, ...]
+    engines: EngineGauges | None
+    sessions: dict[str, int] = field(default_factory=dict)
+
+
+class Metrics:
+    """The daemon's metrics; :meth:`render` gives the Prometheus text format."""
+
+    def __init__(self, snapshot: Callable[[], ServiceSnapshot]) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "hearth_requests",
+            "Requests served, by protocol and outcome (ok, rejected, busy, error).",
+            ["protocol", "outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "hearth_engine_latency_seconds",
+            "Engine calls from submission (queue wait included) to completion.",
+            ["engine"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.reloads = Counter(
+            "hearth_reloads",
+            "Configuration reloads (SIGHUP), by outcome (applied, refused, failed).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.registry.register(_ServiceCollector(snapshot))
+
+    def request(self, protocol: str, outcome: str) -> None:
+        """Count one finished request."""
+        self.requests.labels(protocol, outcome).inc()
+
+    def observe_engine(self, engine: str, seconds: float) -> None:
+        """Record one engine call's latency (called from worker threads)."""
+        self.latency.labels(engine).observe(seconds)
+
+    def watch(self, pools: Iterable[ObservedPool]) -> None:
+        """Time every ASR, TTS and LLM call of these worker pools."""
+        for pool in pools:
+            if pool.name in OBSERVED_ENGINES:
+                pool.observer = self.observe_engine
+
+    def render(self) -> bytes:
+        """Every metric in the Prometheus text exposition format."""
+        return generate_latest(self.registry)
+
+
+class _ServiceCollector(Collector):
+    """Gauges read from the service on each scrape."""
+
+    def __init__(self, snapshot: Callable[[], ServiceSnapshot]) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        """Yield the present state."""
+        now = self.snapshot()
+        info = GaugeMetricFamily("hearth_build_info", "Hearth version.", labels=["version"])
+        info.add_metric([__version__], 1)
+        yield info
+        yield StateSetMetricFamily(
+            "hearth_state",
+            "Where the daemon is in its life.",
+            value={s: s == now.state for s in now.states},
+        )
+        sessions = GaugeMetricFamily(
+            "hearth_active_sessions", "Sessions open now, by protocol.", labels=["protocol"]
+        )
+        for protocol, count in sorted(now.sessions.items()):
+            sessions.add_metric([protocol], count)
+        yield sessions
+        yield from _engine_metrics(now.engines)
+
+
+def _engine_metrics(engines: EngineGauges | None) -> Iterator[Metric]:
+    models = GaugeMetricFamily(
+        "hearth_model_loaded",
+        "Models loaded and serving (1), with their device.",
+        labels=["engine", "kind", "device"],
+    )
+    queue = GaugeMetricFamily(
+        "hearth_queue_depth", "Engine calls waiting for a free worker.", labels=["engine"]
+    )
+    running = GaugeMetricFamily(
+        "hearth_engine_calls_running", "Engine calls running now.", labels=["engine"]
+    )
+    now = engines or EngineGauges()
+    for model in now.models:
+        models.add_metric(list(model), 1)
+    for name, queued, busy in now.pools:
+        queue.add_metric([name], queued)
+        running.add_metric([name], busy)
+    yield models
+    yield queue
+    yield running
+    hits = CounterMetricFamily("hearth_tts_cache_hits", "TTS requests answered from the cache.")
+    misses = CounterMetricFamily("hearth_tts_cache_misses", "TTS cache look-ups that missed.")
+    size = GaugeMetricFamily("hearth_tts_cache_bytes", "Bytes of audio in the TTS cache.")
+    entries = GaugeMetricFamily("hearth_tts_cache_entries", "Entries in the TTS cache.")
+    if now.cache is not None:
+        hit_count, miss_count, cache_bytes, count = now.cache
+        hits.add_metric([], hit_count)
+        misses.add_metric([], miss_count)
+        size.add_metric([], cache_bytes)
+        entries.add_metric([], count)
+    yield from (hits, misses, size, entries)

@@ -1,0 +1,442 @@
+"""Loading every engine once, on the devices the hardware plan chose.
+
+:class:`Engines` is built by :func:`load_engines` at start-up (service) or by the
+CLI, then shared by all sessions. A model that fails to load on CUDA is loaded on
+the CPU instead, and the reason is logged and kept for ``hearth check``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from daemon.config import Config
+from daemon.engines.asr.base import AsrModel
+from daemon.engines.asr.batch import batch_size
+from daemon.engines.hardware import EngineRequest, HardwareReport, Placement, plan
+from daemon.engines.llm.base import LlmEngine, Sampling
+from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
+from daemon.engines.tts.base import TtsEngine
+from daemon.engines.tts.cache import TtsCache
+from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.voices import VoiceStore
+from daemon.engines.vad import Vad, create_vad
+from daemon.engines.workers import WorkerPool
+from daemon.errors import HearthError, ModelUnavailable, UnknownModel
+from daemon.ops.metrics import EngineGauges
+from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
+from daemon.speech.endpoint import EndpointConfig
+from daemon.speech.pipeline import SpeechPipeline
+from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
+
+_LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass
+class EngineStatus:
+    """What ``hearth check`` and /healthz report for one engine."""
+
+    name: str
+    kind: str
+    device: str
+    compute_type: str
+    path: str
+    size_mb: float
+    load_s: float
+    reasons: list[str] = field(default_factory=list)
+    fix: str = ""
+    """The one command that would put this engine on the GPU, when it fell back."""
+    cuda_libraries: list[dict[str, object]] = field(default_factory=list)
+    """The CUDA libraries this engine needs: soname, wheel, path, loaded (CUDA boxes only)."""
+    max_batch: int = 1
+    """ASR: most utterances decoded in one batched call (1: batching off)."""
+
+
+def engine_requests(config: Config) -> list[EngineRequest]:
+    """What each configured engine asks of the hardware (VRAM estimates in MB)."""
+    requests = [
+        EngineRequest(f"asr:{name}", "asr", m.device, m.compute_type, vram_mb=1000)
+        for name, m in config.asr.models.items()
+    ]
+    requests.append(EngineRequest("tts", "tts", config.tts.device, vram_mb=400))
+    if config.llm.backend == "local":
+        requests.append(EngineRequest("llm", "llm", config.llm.device, vram_mb=1500))
+    return requests
+
+
+def model_keys(config: Config) -> dict[str, object]:
+    """What decides each loaded model: equal keys mean a reload can keep the model.
+
+    Settings read per request (sampling, prompts, limits, history) are not part
+    of a key; the worker count is (CTranslate2 sizes its replicas by it).
+    """
+    llm = config.llm
+    keys: dict[str, object] = {
+        f"asr:{name}": (m, config.models_path, config.asr.workers)
+        for name, m in config.asr.models.items()
+    }
+    keys["vad"] = (config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
+    keys["tts"] = (config.tts.device, config.tts.loaded_voices)
+    keys["tts-cache"] = (config.tts.cache, config.tts_cache_path)
+    keys["llm"] = (
+        llm.backend,
+        llm.remote if llm.backend == "remote" else None,
+        (llm.model, llm.device, llm.gpu_layers, llm.context_tokens, llm.threads),
+        config.models_path,
+    )
+    keys["conversations"] = (llm.history_turns, llm.history_ttl_s, llm.max_conversations)
+    return keys
+
+
+class Engines:
+    """Every loaded engine, its worker pool, and the services built on them."""
+
+    def __init__(self, config: Config, asr_batch: int = 1) -> None:
+        self.config = config
+        limits = config.limits
+        # A batching model gathers its batch from callers blocked in transcribe(),
+        # so the pool holds a thread for every place in a batch.
+        self.asr_pool = WorkerPool("asr", config.asr.workers * asr_batch, limits.max_queue)
+        self.vad_pool = WorkerPool("vad", 2, limits.max_queue * 8)
+        self.tts_pool = WorkerPool("tts", config.tts.workers, limits.max_queue)
+        self.llm_pool = WorkerPool("llm", 1, limits.max_queue)
+        self.asr: dict[str, AsrModel] = {}
+        self.vad: Vad | None = None
+        self.tts: TtsService | None = None
+        self.llm: LlmEngine | None = None
+        self.chat: ChatService | None = None
+        self.pipeline: SpeechPipeline | None = None
+        self.status: list[EngineStatus] = []
+        self.report: HardwareReport | None = None
+        """The hardware report the engines were placed by."""
+        self.partials = config.asr.partials == "on"
+        """Whether sessions decode partial transcripts by default."""
+        self.voices = VoiceStore(config.voices_path)
+        vad = config.vad
+        self.session_settings = SessionSettings(
+            endpoint=EndpointConfig(
+                speech_start_s=vad.speech_start_ms / 1000,
+                speculative_silence_s=vad.speculative_silence_ms / 1000,
+                trailing_silence_s=vad.trailing_silence_ms / 1000,
+            ),
+            padding_s=vad.padding_ms / 1000,
+            partial_interval_s=config.asr.partial_interval_ms / 1000,
+            max_audio_s=limits.max_audio_s,
+            max_sample_rate=limits.max_sample_rate,
+            max_channels=limits.max_channels,
+        )
+
+    # ---------------------------------------------------------------- use
+
+    def asr_model(self, name: str | None) -> AsrModel:
+        """The ASR model called ``name`` (None: the default)."""
+        key = name or self.config.asr.default_model
+        if key not in self.asr:
+            known = ", ".join(self.asr) or "none loaded"
+            raise UnknownModel(f"unknown ASR model '{key}' (models: {known})")
+        return self.asr[key]
+
+    def new_session(
+        self,
+        model: str | None = None,
+        options: SessionOptions | None = None,
+        settings: SessionSettings | None = None,
+    ) -> SpeechSession:
+        """A speech session for one utterance (or a hands-free stream).
+
+        ``settings`` replaces the daemon-wide session settings (a protocol whose
+        clients end their uploads sooner may speculate sooner)."""
+        assert self.vad is not None, "engines not loaded"
+        options = options or SessionOptions(partials=self.partials)
+        return SpeechSession(
+            self.asr_model(model),
+            self.asr_pool,
+            self.vad,
+            self.vad_pool,
+            settings or self.session_settings,
+            options,
+        )
+
+    def describe(self) -> list[dict[str, object]]:
+        """Engine status as plain data (for /healthz and ``hearth check --json``)."""
+        return [s.__dict__ | {"reasons": list(s.reasons)} for s in self.status]
+
+    @property
+    def pools(self) -> tuple[WorkerPool, ...]:
+        """Every worker pool."""
+        return (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool)
+
+    def gauges(self) -> EngineGauges:
+        """Loaded models, queues and the TTS cache, for a metrics scrape."""
+        cache = self.tts.cache if self.tts is not None else None
+        return EngineGauges(
+            models=tuple((s.name, s.kind, s.device) for s in self.status),
+            pools=tuple((p.name, p.queued, p.pending - p.queued) for p in self.pools),
+            cache=(cache.hits, cache.misses, cache.size_bytes, len(cache))
+            if cache is not None
+            else None,
+        )
+
+    def close(self) -> None:
+        """Stop the worker pools; safe to call more than once."""
+        for pool in self.pools:
+            pool.close()
+
+
+class _Reuse:
+    """What a reload may take over from the engines in use (nothing when None)."""
+
+    def __init__(self, previous: Engines | None, config: Config) -> None:
+        self.previous = previous
+        self.same: set[str] = set()
+        if previous is not None:
+            old, new = model_keys(previous.config), model_keys(config)
+            self.same = {k for k, v in new.items() if old.get(k) == v}
+
+    def model(self, key: str, current: T | None) -> T | None:
+        """The previous engine's object for ``key`` when its key is unchanged."""
+        return current if key in self.same and current is not None else None
+
+    def status(self, engines: Engines, name: str) -> None:
+        """Carry the previous status line of a kept model over."""
+        assert self.previous is not None
+        engines.status.extend(s for s in self.previous.status if s.name == name)
+        _LOGGER.info("Kept %s loaded (unchanged)", name)
+
+    def pools(self, engines: Engines) -> None:
+        """Keep each pool whose worker count is unchanged, with the new queue size.
+
+        A kept model keeps its pool: a local LLM must never run twice at once.
+        """
+        if self.previous is None:
+            return
+        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool"):
+            old, new = getattr(self.previous, attr), getattr(engines, attr)
+            if old.workers == new.workers:
+                old.max_queue = new.max_queue
+                new.close()
+                setattr(engines, attr, old)
+
+
+def load_engines(
+    config: Config,
+    report: HardwareReport,
+    *,
+    asr: bool = True,
+    tts: bool = True,
+    llm: bool = True,
+    previous: Engines | None = None,
+) -> Engines:
+    """Load the configured engines (blocking: call from a thread at start-up).
+
+    The CLI loads only what a command needs; the daemon loads everything. On a
+    reload ``previous`` are the engines in use: models whose settings did not
+    change are taken over (with their worker pools) instead of loaded again.
+    """
+    placements = {p.name: p for p in plan(engine_requests(config), report)}
+    asr_batch = max(
+        [batch_size(config.asr.max_batch, p.device) for p in placements.values() if p.kind == "asr"]
+        or [1]
+    )
+    engines = Engines(config, asr_batch)
+    engines.report = report
+    reuse = _Reuse(previous, config)
+    reuse.pools(engines)
+    for placement in placements.values():
+        for reason in placement.reasons:
+            log = _LOGGER.warning if "falling back" in reason or "moved" in reason else _LOGGER.info
+            log("%s: %s", placement.name, reason)
+
+    for name, model_cfg in config.asr.models.items() if asr else ():
+        path = resolve_whisper(model_cfg.path, config.models_path, config.asr.allow_download)
+        placement = placements[f"asr:{name}"]
+        kept = reuse.model(placement.name, previous.asr.get(name) if previous else None)
+        if kept is not None:
+            engines.asr[name] = kept
+            reuse.status(engines, placement.name)
+            continue
+
+        def load_asr(p: Placement, path: Path = path, name: str = name) -> AsrModel:
+            from daemon.engines.asr.whisper import WhisperAsr
+
+            m = config.asr.models[name]
+            return WhisperAsr(
+                name,
+                path,
+                device=p.device,
+                device_index=p.device_index,
+                compute_type=p.compute_type,
+                cpu_threads=m.cpu_threads,
+                workers=config.asr.workers,
+                beam_size=m.beam_size,
+                language=m.language,
+                batch_window_ms=config.asr.batch_window_ms,
+                max_batch=batch_size(config.asr.max_batch, p.device),
+            )
+
+        engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)
+        engines.status[-1].max_batch = batch_size(config.asr.max_batch, placement.device)
+
+    if asr and config.asr.partials == "auto":
+        default = engines.asr[config.asr.default_model]
+        engines.partials = default.device.startswith("cuda")
+        _LOGGER.info(
+            "Partial transcripts %s (asr.partials: auto, default model on %s)",
+            "on" if engines.partials else "off",
+            default.device,
+        )
+    engines.vad = reuse.model("vad", previous.vad if previous else None) or create_vad(
+        config.vad.engine, config.vad.threshold, config.vad.aggressiveness
+    )
+    if tts:
+        if placements["tts"].device == "cuda":
+            from daemon.engines import cuda
+
+            cuda.preload()  # onnxruntime's CUDA provider opens cuDNN and cuBLAS by name
+        _load_tts(engines, config, placements["tts"], reuse)
+    if llm:
+        kept_llm = reuse.model("llm", previous.llm if previous else None)
+        if kept_llm is not None:
+            reuse.status(engines, "llm")
+        engines.llm = kept_llm or _load_llm(engines, config, placements.get("llm"))
+        old_chat = previous.chat if previous else None
+        conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
+        engines.chat = ChatService(
+            engines.llm,
+            conversations
+            or ConversationStore(
+                config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
+            ),
+            ChatSettings(
+                system_prompt=config.llm.system_prompt,
+                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
+                max_prompt_chars=config.limits.max_prompt_chars,
+            ),
+        )
+    if engines.tts is not None and engines.chat is not None:
+        engines.pipeline = SpeechPipeline(engines.chat, engines.tts)
+    return engines
+
+
+def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
+    voice = engines.voices.get(config.tts.default_voice)
+    previous = reuse.previous.tts if reuse.previous is not None else None
+
+    def load_tts(p: Placement) -> TtsEngine:
+        from daemon.engines.tts.piper import PiperTts
+
+        engine = PiperTts(use_cuda=p.device == "cuda", max_loaded=config.tts.loaded_voices)
+        engine.preload(voice)
+        return engine
+
+    tts_engine = reuse.model("tts", previous.engine if previous else None)
+    if tts_engine is not None:
+        tts_engine.preload(voice)  # a new default voice loads beside the others
+        reuse.status(engines, "tts")
+    else:
+        tts_engine = _load_with_fallback(engines, placement, voice.model_path, load_tts)
+    cache = reuse.model("tts-cache", previous.cache if previous else None)
+    if cache is None and config.tts.cache.enabled:
+        cache = TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
+    engines.tts = TtsService(
+        tts_engine,
+        engines.voices,
+        engines.tts_pool,
+        cache,
+        config.tts.default_voice,
+        config.tts.sentence_silence_ms / 1000,
+        config.limits.max_text_chars,
+    )
+
+
+def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:
+    if config.llm.backend == "remote":
+        from daemon.engines.llm.remote import RemoteLlm
+
+        remote = config.llm.remote
+        engine = RemoteLlm(remote.base_url, remote.model, remote.api_key, remote.timeout_s)
+        engines.status.append(
+            EngineStatus(
+                "llm",
+                "llm",
+                "remote",
+                "-",
+                remote.base_url,
+                0.0,
+                0.0,
+                ["remote OpenAI-compatible server"],
+            )
+        )
+        return engine
+    assert placement is not None
+    path = resolve_gguf(config.llm.model, config.models_path, config.asr.allow_download)
+
+    def load(p: Placement) -> LlmEngine:
+        from daemon.engines.llm.local import LocalLlm
+
+        return LocalLlm(
+            path,
+            engines.llm_pool,
+            context_tokens=config.llm.context_tokens,
+            gpu_layers=config.llm.gpu_layers if p.device == "cuda" else 0,
+            threads=config.llm.threads,
+            name=EMBEDDED_LLM_NAME if not config.llm.model else None,
+        )
+
+    return _load_with_fallback(engines, placement, path, load)
+
+
+def _cuda_status(placement: Placement, report: HardwareReport | None) -> list[dict[str, object]]:
+    """The CUDA libraries ``placement``'s engine needs, where found (CUDA boxes only)."""
+    if report is None or report.cuda_libraries is None:
+        return []
+    from daemon.engines import cuda
+
+    return [
+        {"soname": lib.soname, "wheel": lib.wheel, "path": lib.path, "loaded": lib.loaded}
+        for lib in cuda.find()
+        if placement.kind in lib.users
+    ]
+
+
+def _load_with_fallback(
+    engines: Engines, placement: Placement, path: Path, load: Callable[[Placement], T]
+) -> T:
+    """Load on the planned device; on a CUDA failure, log why and load on CPU."""
+    began = time.perf_counter()
+    try:
+        engine = load(placement)
+    except HearthError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any CUDA/runtime failure falls back
+        if placement.device == "cpu":
+            raise ModelUnavailable(f"{placement.name}: failed to load {path}: {exc}") from exc
+        reason = (
+            f"failed to load on {placement.label} ({type(exc).__name__}: {exc}); loading on CPU"
+        )
+        _LOGGER.warning("%s: %s", placement.name, reason)
+        placement.to_cpu(reason)
+        engine = load(placement)
+    engines.status.append(
+        EngineStatus(
+            placement.name,
+            placement.kind,
+            placement.label,
+            placement.compute_type,
+            str(path),
+            round(size_mb(path), 1),
+            round(time.perf_counter() - began, 2),
+            list(placement.reasons),
+            placement.fix,
+            _cuda_status(placement, engines.report),
+        )
+    )
+    _LOGGER.info(
+        "Loaded %s on %s in %.2f s", placement.name, placement.label, time.perf_counter() - began
+    )
+    return engine

@@ -1,0 +1,172 @@
+"""The LLM as a conversation partner: prompt building, limits and bounded history."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.errors import InvalidText, TextTooLong
+
+
+@dataclass
+class _Conversation:
+    turns: list[ChatMessage] = field(default_factory=list)
+    touched: float = 0.0
+
+
+class ConversationStore:
+    """Per-conversation history, bounded in turns, count and age."""
+
+    def __init__(
+        self,
+        max_turns: int,
+        ttl_s: float,
+        max_conversations: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_turns = max_turns
+        self.ttl_s = ttl_s
+        self.max_conversations = max_conversations
+        self._clock = clock
+        self._items: OrderedDict[str, _Conversation] = OrderedDict()
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for key in [k for k, c in self._items.items() if now - c.touched > self.ttl_s]:
+            del self._items[key]
+        while len(self._items) > self.max_conversations:
+            self._items.popitem(last=False)
+
+    def history(self, conversation_id: str) -> list[ChatMessage]:
+        """Earlier turns of this conversation (oldest first)."""
+        self._expire()
+        conv = self._items.get(conversation_id)
+        return list(conv.turns) if conv else []
+
+    def add(self, conversation_id: str, user: str, assistant: str) -> None:
+        """Record one exchange."""
+        conv = self._items.pop(conversation_id, None) or _Conversation()
+        conv.turns += [ChatMessage("user", user), ChatMessage("assistant", assistant)]
+        conv.turns = conv.turns[-2 * self.max_turns :] if self.max_turns else []
+        conv.touched = self._clock()
+        self._items[conversation_id] = conv
+        self._expire()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """LLM prompt and sampling defaults (from config)."""
+
+    system_prompt: str = ""
+    sampling: Sampling = Sampling()
+    max_prompt_chars: int = 4000
+
+
+class ChatService:
+    """The LLM with a system prompt, limits and per-conversation history."""
+
+    def __init__(
+        self, llm: LlmEngine, conversations: ConversationStore, settings: ChatSettings
+    ) -> None:
+        self.llm = llm
+        self.conversations = conversations
+        self.settings = settings
+
+    def build_messages(self, conversation_id: str, text: str) -> list[ChatMessage]:
+        """System prompt, the history that fits, and the new user turn (blocking: a local
+        model tokenizes; on the event loop use :meth:`prepare_messages`)."""
+        system, history, user = self._parts(conversation_id, text)
+        return self._fit(system, history, user)
+
+    async def prepare_messages(self, conversation_id: str, text: str) -> list[ChatMessage]:
+        """Like :meth:`build_messages`, with the token counting in a worker thread."""
+        system, history, user = self._parts(conversation_id, text)
+        if not history or not self.llm.context_tokens:
+            return system + history + [user]  # nothing to measure
+        # Tokenizing a long history takes milliseconds of CPU per turn: not on the loop.
+        return await asyncio.to_thread(self._fit, system, history, user)
+
+    def _parts(
+        self, conversation_id: str, text: str
+    ) -> tuple[list[ChatMessage], list[ChatMessage], ChatMessage]:
+        """Check the prompt; the system turn, the stored history and the user turn."""
+        if not text.strip():
+            raise InvalidText("the prompt is empty")
+        if len(text) > self.settings.max_prompt_chars:
+            raise TextTooLong(
+                f"prompt is {len(text)} characters; the limit is {self.settings.max_prompt_chars}"
+            )
+        system = (
+            [ChatMessage("system", self.settings.system_prompt)]
+            if self.settings.system_prompt
+            else []
+        )
+        # The store is read here, on the caller's thread: it is not thread-safe.
+        history = self.conversations.history(conversation_id) if conversation_id else []
+        return system, history, ChatMessage("user", text)
+
+    def _fit(
+        self, system: list[ChatMessage], history: list[ChatMessage], user: ChatMessage
+    ) -> list[ChatMessage]:
+        """Drop the oldest exchanges until the prompt fits the context window (blocking)."""
+        budget = self.llm.context_tokens - self.settings.sampling.max_tokens
+        while (
+            history
+            and self.llm.context_tokens
+            and self.llm.count_tokens(system + history + [user]) > budget
+        ):
+            history = history[2:]
+        return system + history + [user]
+
+    async def chat(
+        self, conversation_id: str, text: str, remember: bool = True
+    ) -> AsyncIterator[str]:
+        """Stream the LLM's reply to ``text``.
+
+        With ``remember`` the exchange joins the history when the reply is complete;
+        a speculative reply passes False and is remembered only if it is used.
+        """
+        messages = await self.prepare_messages(conversation_id, text)
+        parts: list[str] = []
+        async for piece in self.llm.stream_chat(messages, self.settings.sampling):
+            parts.append(piece)
+            yield piece
+        if remember:
+            self.remember(conversation_id, text, "".join(parts).strip())
+
+    async def complete(
+        self, messages: list[ChatMessage], sampling: Sampling | None = None
+    ) -> AsyncIterator[str]:
+        """Stream the LLM's reply to a client's whole message list (no stored history).
+
+        The messages are used as given (OpenAI semantics: the client sends its own
+        system prompt); the same prompt limits apply as to :meth:`chat`.
+        """
+        if not any(m.content.strip() for m in messages if m.role != "system"):
+            raise InvalidText("the prompt is empty")
+        chars = sum(len(m.content) for m in messages)
+        if chars > self.settings.max_prompt_chars:
+            raise TextTooLong(
+                f"prompt is {chars} characters; the limit is {self.settings.max_prompt_chars}"
+            )
+        async for piece in self.llm.stream_chat(messages, sampling or self.settings.sampling):
+            yield piece
+
+    async def warm_up(self) -> None:
+        """One short completion: loads the weights into the caches and, for a local
+        model, keeps the system prompt's evaluated prefix for the first request."""
+        sampling = Sampling(self.settings.sampling.temperature, self.settings.sampling.top_p, 1)
+        async for _ in self.llm.stream_chat(await self.prepare_messages("", "Hello."), sampling):
+            pass
+
+    def remember(self, conversation_id: str, user: str, assistant: str) -> None:
+        """Add an exchange to the conversation's history (no id: nothing kept)."""
+        if conversation_id:
+            self.conversations.add(conversation_id, user, assistant)

@@ -1,0 +1,279 @@
+"""The speech pipeline: speech → transcript → LLM (streamed) → sentences → TTS (streamed).
+
+Every protocol uses this one pipeline. A run validates what it needs up front,
+emits everything as internal events through one async generator, and always ends
+with :class:`RunEnded`. A run over a speech session passes the session's events
+(VAD, partials, the final transcript) through too, so an adapter reads one stream;
+it reads it from the start, while the audio still arrives, and calls the session's
+``finish()`` when the audio ends. TTS starts on the first complete sentence of the
+reply while the LLM is still writing the rest.
+
+A run over a speech session also replies *speculatively*: when the session's
+speculative transcript arrives (the person has paused), the reply starts at once
+and its events are held back. If the final transcript is the same text, the held
+events are replayed and the reply is usually already speaking; if speech resumed,
+the speculative reply is cancelled and nothing of it is kept (not even in the
+conversation history).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.text import SentenceSplitter
+from daemon.errors import HearthError
+from daemon.speech.chat import ChatService
+from daemon.speech.events import (
+    FinalTranscript,
+    PipelineEvent,
+    ReplyChunk,
+    ReplyDone,
+    ReplyStarted,
+    RunEnded,
+    RunError,
+    SpeculationDiscarded,
+    SpeculativeTranscript,
+    SpeechAudio,
+    SpeechAudioStart,
+    SpeechAudioStop,
+)
+from daemon.speech.session import SpeechSession
+
+_LOGGER = logging.getLogger(__name__)
+_END = object()
+FIRST_CLAUSE_CHARS = 16
+"""The first spoken piece may end at a comma once it is this long (earlier audio)."""
+MAX_REPLY_EVENTS = 64
+"""Reply events produced ahead of the reader; then the LLM and TTS wait."""
+MAX_SENTENCES_AHEAD = 8
+"""Sentences the LLM may write ahead of speech synthesis."""
+
+
+class SpeechPipeline:
+    """Runs speech or text through the LLM and, optionally, out as speech."""
+
+    def __init__(self, chat: ChatService, tts: TtsService) -> None:
+        self.chat = chat
+        self.tts = tts
+
+    def start(
+        self,
+        *,
+        session: SpeechSession | None = None,
+        text: str | None = None,
+        conversation_id: str = "",
+        speak: bool = True,
+        tts_options: SynthesisOptions | None = None,
+        speculate: bool = True,
+    ) -> PipelineRun:
+        """Begin a run; read :meth:`PipelineRun.events` from now on (with a session,
+        while its audio still arrives, so that the reply can start speculatively)."""
+        return PipelineRun(
+            self,
+            session,
+            text,
+            conversation_id,
+            speak,
+            tts_options or SynthesisOptions(),
+            speculate,
+        )
+
+    def run(self, **kwargs: object) -> AsyncIterator[PipelineEvent]:
+        """Shorthand for ``start(...).events()`` (for input that is already complete)."""
+        return self.start(**kwargs).events()  # type: ignore[arg-type]
+
+
+class _Reply:
+    """A reply produced in the background from the moment it is created.
+
+    Its events wait in a bounded queue until :meth:`events` reads them (when the
+    queue is full the LLM and TTS wait), so the same object
+    serves a reply started at the end of the input and one started speculatively.
+    The exchange is not remembered here: the run does that once the reply is used.
+    """
+
+    def __init__(
+        self,
+        pipeline: SpeechPipeline,
+        conversation_id: str,
+        text: str,
+        speak: bool,
+        tts_options: SynthesisOptions,
+    ) -> None:
+        self.text = text
+        self._chat = pipeline.chat
+        self._tts = pipeline.tts
+        self._conversation_id = conversation_id
+        self._tts_options = tts_options
+        self._out: asyncio.Queue[object] = asyncio.Queue(MAX_REPLY_EVENTS)
+        self._task = asyncio.ensure_future(self._produce(speak))
+
+    async def _produce(self, speak: bool) -> None:
+        sentences: asyncio.Queue[str | None] | None = (
+            asyncio.Queue(MAX_SENTENCES_AHEAD) if speak else None
+        )
+        await self._out.put(ReplyStarted(self._conversation_id))
+        try:
+            # A TaskGroup cancels the other stage when one fails, so a TTS error
+            # does not leave the LLM generating into the void.
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._think(sentences))
+                if sentences is not None:
+                    group.create_task(self._speak(sentences))
+        except BaseExceptionGroup as group_error:
+            await self._out.put(_one_error(group_error))
+        else:
+            await self._out.put(_END)
+
+    async def _think(self, sentences: asyncio.Queue[str | None] | None) -> None:
+        splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
+        parts: list[str] = []
+        async for piece in self._chat.chat(self._conversation_id, self.text, remember=False):
+            parts.append(piece)
+            await self._out.put(ReplyChunk(piece))
+            if sentences is not None:
+                for sentence in splitter.feed(piece):
+                    await sentences.put(sentence)
+        if sentences is not None:
+            for sentence in splitter.flush():
+                await sentences.put(sentence)
+        await self._out.put(ReplyDone("".join(parts).strip(), self._conversation_id))
+        # Only on success: on failure the TaskGroup cancels the speaker, and a put
+        # into a full queue here would wait for it forever.
+        if sentences is not None:
+            await sentences.put(None)
+
+    async def _speak(self, sentences: asyncio.Queue[str | None]) -> None:
+        started = False
+        while (sentence := await sentences.get()) is not None:
+            async for block in self._tts.stream(sentence, self._tts_options):
+                if not started:
+                    started = True
+                    await self._out.put(SpeechAudioStart(block.rate))
+                await self._out.put(SpeechAudio(block.pcm, block.sentence))
+        if started:
+            await self._out.put(SpeechAudioStop())
+
+    async def events(self) -> AsyncIterator[PipelineEvent]:
+        """Every event, those already produced first; raises the stage's error."""
+        try:
+            while (item := await self._out.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item  # type: ignore[misc]
+        finally:
+            await self.cancel()
+
+    async def cancel(self) -> None:
+        """Stop producing (safe to call more than once)."""
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+
+
+class PipelineRun:
+    """One run of the pipeline; see :meth:`SpeechPipeline.start`."""
+
+    def __init__(
+        self,
+        pipeline: SpeechPipeline,
+        session: SpeechSession | None,
+        text: str | None,
+        conversation_id: str,
+        speak: bool,
+        tts_options: SynthesisOptions,
+        speculate: bool,
+    ) -> None:
+        self.pipeline = pipeline
+        self.session = session
+        self.text = text
+        self.conversation_id = conversation_id
+        self.speak = speak
+        self.tts_options = tts_options
+        self.speculation_used = False
+        """True when the reply came from a speculative start."""
+        self._speculate = speculate
+        self._spec: _Reply | None = None
+
+    def _new_reply(self, text: str) -> _Reply:
+        return _Reply(self.pipeline, self.conversation_id, text, self.speak, self.tts_options)
+
+    async def _drop_speculation(self) -> None:
+        spec, self._spec = self._spec, None
+        if spec is not None:
+            await spec.cancel()
+
+    async def events(self) -> AsyncIterator[PipelineEvent]:
+        """Run to the end: the final transcript (for speech), the reply, RunEnded."""
+        try:
+            if self.speak:
+                self.pipeline.tts.check_voice(self.tts_options)  # fail before any work
+            text = self.text
+            if self.session is not None:
+                text = None
+                async for heard in self.session.events():
+                    if isinstance(heard, SpeculativeTranscript | SpeculationDiscarded):
+                        await self._drop_speculation()
+                        if isinstance(heard, SpeculativeTranscript) and self._speculate:
+                            if heard.text.strip():
+                                self._spec = self._new_reply(heard.text)
+                    yield heard
+                    if isinstance(heard, FinalTranscript):
+                        text = heard.text
+                # No final: finish() failed or the session closed, and the caller
+                # of finish() reports why.
+            if text and text.strip():
+                if self._spec is not None and self._spec.text == text:
+                    reply, self._spec = self._spec, None
+                    self.speculation_used = True
+                else:
+                    await self._drop_speculation()
+                    reply = self._new_reply(text)
+                async for event in reply.events():
+                    if isinstance(event, ReplyDone):
+                        self.pipeline.chat.remember(self.conversation_id, text, event.text)
+                    yield event
+        except asyncio.CancelledError:
+            raise
+        except HearthError as exc:
+            yield RunError(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - one place turns failures into events
+            _LOGGER.exception("Pipeline run failed")
+            yield RunError("internal-error", f"{type(exc).__name__}: {exc}")
+        finally:
+            await self._drop_speculation()
+            if self.session is not None:
+                await self.session.close()
+        yield RunEnded()
+
+
+def _one_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a failed reply reports: its first HearthError, else its first error.
+
+    The others are logged, not lost. Cancellation alone is re-raised, and so is
+    anything that is not an Exception (KeyboardInterrupt, SystemExit).
+    """
+    leaves = _leaves(group)
+    if any(not isinstance(e, Exception | asyncio.CancelledError) for e in leaves):
+        raise group
+    errors = [e for e in leaves if not isinstance(e, asyncio.CancelledError)]
+    if not errors:
+        raise asyncio.CancelledError()
+    chosen = next((e for e in errors if isinstance(e, HearthError)), errors[0])
+    for other in errors:
+        if other is not chosen:
+            _LOGGER.error("A reply stage also failed", exc_info=other)
+    return chosen
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out

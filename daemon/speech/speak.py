@@ -1,0 +1,90 @@
+"""Spoken audio encoded while it is synthesized, and kept in the TTS cache.
+
+Every HTTP speech route uses :func:`open_speech`: the text, voice and format are
+checked before any audio exists (so errors become proper statuses), a cache hit
+is sent at once, and a miss streams sentence by sentence and stores the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from daemon.audio.pcm import encode
+from daemon.audio.stream import OutputFormat, StreamEncoder
+from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
+from daemon.engines.tts.service import TtsService
+
+
+@dataclass
+class SpeechStream:
+    """Encoded audio ready to send; iterate :attr:`chunks` once."""
+
+    media_type: str
+    rate: int
+    """Sample rate of the audio (Hz)."""
+    cached: bool
+    """True when the audio came from the cache."""
+    chunks: AsyncIterator[bytes]
+
+
+async def open_speech(
+    tts: TtsService,
+    text: str,
+    options: SynthesisOptions,
+    fmt: OutputFormat,
+    use_cache: bool = True,
+) -> SpeechStream:
+    """Validate, then return the audio as a stream of encoded chunks.
+
+    With ``use_cache`` a cached copy is served when there and the result is stored
+    when it is complete; without it the cache is neither read nor written.
+    """
+    voice, sentences = await tts.prepare_async(text, options)
+    rate = tts.output_rate(voice, options)
+    key = tts.key(text, voice, options, fmt.name) if use_cache else None
+    hit = await tts.cache_get(key)
+    if hit is not None:
+        return SpeechStream(fmt.media_type, rate, True, _once(hit))
+    blocks = tts.stream_prepared(voice, sentences, options)
+    return SpeechStream(fmt.media_type, rate, False, _produce(tts, blocks, fmt, rate, key))
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def _produce(
+    tts: TtsService,
+    blocks: AsyncIterator[SentenceAudio],
+    fmt: OutputFormat,
+    rate: int,
+    key: str | None,
+) -> AsyncIterator[bytes]:
+    """Encode ``blocks`` as they come; store the whole under ``key``."""
+    encoder = StreamEncoder(fmt, rate)
+    pcm: list[bytes] = []
+    sent: list[bytes] = []
+    try:
+        async for block in blocks:
+            pcm.append(block.pcm)
+            data = await asyncio.to_thread(encoder.write, block.pcm)
+            if data:
+                sent.append(data)
+                yield data
+        tail = await asyncio.to_thread(encoder.close)
+        if tail:
+            sent.append(tail)
+            yield tail
+    finally:
+        # Idempotent; releases PyAV's encoder when the client left early.
+        await asyncio.to_thread(encoder.close)
+    if key is not None and any(pcm):
+        # The streamed WAV header has no length; the cached copy gets the real one.
+        whole = (
+            await asyncio.to_thread(encode, b"".join(pcm), rate, "wav")
+            if fmt.name == "wav"
+            else b"".join(sent)
+        )
+        await tts.cache_put(key, whole)

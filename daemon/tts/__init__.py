@@ -1,1 +1,0 @@
-"""Text-to-speech engines and the service that streams and caches them."""

@@ -1,0 +1,134 @@
+"""Print Hearth's import graph by room, and fail on any import that goes upward.
+
+Usage: ``python tests/import_graph.py`` (exit 1 on a violation). Every import
+counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
+import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOMS = (
+    "foundation",
+    "ops",
+    "audio",
+    "engines",
+    "speech",
+    "voices",
+    "runtime",
+    "protocols",
+    "service",
+    "cli",
+)
+"""Bottom to top: a room may import only rooms before it (and itself)."""
+FOUNDATION = {"daemon", "daemon.errors", "daemon.config"}
+TOP_LEVEL_ALLOWED = {"__init__.py", "service.py", "errors.py", "config.py"}
+"""Files allowed directly in daemon/: the package, the composition root, and the
+two foundation modules every room imports (typed errors, typed configuration)."""
+SIBLINGS = {frozenset({"speech", "voices"})}
+"""Rooms on one level that must not import each other at all."""
+
+
+def room_of(module: str) -> str | None:
+    """The room a dotted module name belongs to (None: not Hearth's)."""
+    if module in FOUNDATION:
+        return "foundation"
+    parts = module.split(".")
+    if parts[0] == "protocols":
+        return "protocols"
+    if parts[0] != "daemon" or len(parts) < 2:
+        return None
+    if parts[1] == "service":
+        return "service"
+    return parts[1] if parts[1] in ROOMS else None
+
+
+def module_name(path: Path) -> str:
+    """Dotted name of a source file."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module a file imports (absolute names, relative ones resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            found.add(prefix)
+            # `from daemon import errors` imports the module daemon.errors.
+            found.update(f"{prefix}.{alias.name}" for alias in node.names)
+    return {name for name in found if room_of(name) is not None and _exists(name)}
+
+
+def _exists(name: str) -> bool:
+    path = ROOT / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def sources() -> list[Path]:
+    """Every Python file of the core and the protocols."""
+    return sorted(p for d in ("daemon", "protocols") for p in (ROOT / d).rglob("*.py"))
+
+
+def check() -> tuple[Counter[tuple[str, str]], list[str]]:
+    """The edges between rooms with their counts, and every violation found."""
+    edges: Counter[tuple[str, str]] = Counter()
+    problems: list[str] = []
+    for path in sources():
+        me = module_name(path)
+        mine = room_of(me)
+        if path.parent == ROOT / "daemon" and path.name not in TOP_LEVEL_ALLOWED:
+            problems.append(f"{me}: a module directly in daemon/, outside any room")
+        if mine is None:
+            problems.append(f"{me}: in no room")
+            continue
+        for target in sorted(imports_of(path)):
+            theirs = room_of(target)
+            assert theirs is not None
+            if theirs == mine:
+                continue
+            edges[(mine, theirs)] += 1
+            if frozenset({mine, theirs}) in SIBLINGS:
+                problems.append(f"{me} -> {target}: {mine} and {theirs} are siblings")
+            elif ROOMS.index(theirs) > ROOMS.index(mine):
+                problems.append(f"{me} -> {target}: upward ({mine} -> {theirs})")
+    return edges, problems
+
+
+def main() -> int:
+    """Print the graph and the violations; exit 1 if there are any."""
+    edges, problems = check()
+    print("Import graph by room (bottom to top):", " < ".join(ROOMS))
+    for room in ROOMS:
+        targets = sorted(
+            ((t, n) for (s, t), n in edges.items() if s == room), key=lambda e: ROOMS.index(e[0])
+        )
+        line = ", ".join(f"{t} ({n})" for t, n in targets) or "-"
+        print(f"  {room:<10} -> {line}")
+    for problem in problems:
+        print("VIOLATION", problem)
+    print(f"{len(problems)} violation(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Wyoming request limits with fakes: the streamed-TTS sentence count and deadlines."""
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from daemon.errors import RequestTimeout, TextTooLong
+from protocols.wyoming import handler
+from protocols.wyoming.handler import MAX_QUEUED_SENTENCES, _AsrRequest, _TtsStream
+
+
+class SlowTts:
+    """Never finishes a sentence: the queue behind it only grows."""
+
+    max_text_chars = 1_000_000
+
+    async def stream_cached(self, text, options):
+        await asyncio.sleep(3600)
+        yield None
+
+
+def conn():
+    return SimpleNamespace(id="c", write=None)
+
+
+async def test_streamed_sentences_waiting_for_synthesis_are_bounded_by_count():
+    stream = _TtsStream(conn(), SlowTts(), None, 60)
+    with pytest.raises(TextTooLong, match="sentences"):
+        for i in range(MAX_QUEUED_SENTENCES * 4):
+            stream.add(f"This is sentence number {i} of a long stream. ")
+    assert stream.queue.qsize() <= MAX_QUEUED_SENTENCES
+    await asyncio.wait_for(stream.cancel(), 5)
+
+
+async def test_streamed_synthesis_past_the_deadline_is_a_timeout():
+    stream = _TtsStream(conn(), SlowTts(), None, 0.1)
+    stream.add("Hello there.")
+    with pytest.raises(RequestTimeout):
+        await asyncio.wait_for(stream.finish(), 5)
+    assert stream.task.done()
+
+
+async def test_a_transcript_past_the_deadline_is_a_timeout(monkeypatch):
+    class StuckSession:
+        async def finish(self):
+            await asyncio.sleep(3600)
+
+        async def close(self):
+            pass
+
+        async def events(self):
+            await asyncio.sleep(3600)
+            yield None
+
+    request = object.__new__(_AsrRequest)
+    request.conn, request.session, request.timeout_s = conn(), StuckSession(), 0.1
+    request._task = None
+    monkeypatch.setattr(handler._AsrRequest, "_forward", lambda self: self.session.finish())
+    request.begin()
+    with pytest.raises(RequestTimeout) as caught:
+        await asyncio.wait_for(request.finish(), 5)
+    assert caught.value.code == "timeout"
+    await asyncio.wait_for(request.close(), 5)
