@@ -86,6 +86,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check daemon protocols tests bench
 	$(BIN)/ruff format --check daemon protocols tests bench
 	$(BIN)/mypy
+	$(BIN)/python tests/import_graph.py
 
 format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench

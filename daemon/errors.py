@@ -12,6 +12,7 @@ STATUS: dict[str, int] = {
     "invalid-request": 400,
     "invalid-voice": 400,
     "invalid-event": 400,
+    "unsupported-language": 400,
     "unauthorized": 401,
     "cors-forbidden": 403,
     "unknown-model": 404,
@@ -101,6 +102,12 @@ class InvalidRequest(HearthError):
     """A request option is out of range (beam size, speed, language...)."""
 
     code = "invalid-request"
+
+
+class UnsupportedLanguage(HearthError):
+    """The ASR model does not speak the requested language; the message lists those it does."""
+
+    code = "unsupported-language"
 
 
 class PromptTooLong(HearthError):

@@ -31,12 +31,9 @@ from daemon.config import Config, parse_config
 from daemon.engines.asr.base import AsrModel, TranscribeOptions, Transcript
 from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
 from daemon.engines.tts.base import SynthesisOptions, TtsEngine
-from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.engines.vad.base import Vad, VadStream
 from daemon.runtime.engines import Engines
-from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
-from daemon.speech.pipeline import SpeechPipeline
 
 KITCHEN = "Turn on the kitchen lights"
 TIME = "What time is it"
@@ -298,30 +295,9 @@ def fake_engines(
     fake_llm = llm or FakeLlm()
     if tts:
         fake_tts.preload(engines.voices.get(config.tts.default_voice))
-        engines.tts = TtsService(
-            fake_tts,
-            engines.voices,
-            engines.tts_pool,
-            None,
-            config.tts.default_voice,
-            config.tts.sentence_silence_ms / 1000,
-            config.limits.max_text_chars,
-        )
+        engines.attach_tts(fake_tts, None)
     if chat:
-        engines.llm = fake_llm
-        engines.chat = ChatService(
-            fake_llm,
-            ConversationStore(
-                config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
-            ),
-            ChatSettings(
-                system_prompt=config.llm.system_prompt,
-                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
-                max_prompt_chars=config.limits.max_prompt_chars,
-            ),
-        )
-    if engines.tts is not None and engines.chat is not None:
-        engines.pipeline = SpeechPipeline(engines.chat, engines.tts)
+        engines.attach_llm(fake_llm)
     return FakeEngines(engines, asr, vad, fake_tts, fake_llm)
 
 

@@ -162,6 +162,44 @@ class Engines:
             options,
         )
 
+    def attach_tts(self, engine: TtsEngine, cache: TtsCache | None) -> None:
+        """Serve speech with ``engine`` (loaded): the TTS service, and the pipeline
+        once an LLM is attached too."""
+        config = self.config
+        self.tts = TtsService(
+            engine,
+            self.voices,
+            self.tts_pool,
+            cache,
+            config.tts.default_voice,
+            config.tts.sentence_silence_ms / 1000,
+            config.limits.max_text_chars,
+        )
+        self._assemble_pipeline()
+
+    def attach_llm(self, llm: LlmEngine, conversations: ConversationStore | None = None) -> None:
+        """Converse with ``llm``: the chat service (keeping ``conversations`` across a
+        reload), and the pipeline once TTS is attached too."""
+        config = self.config
+        self.llm = llm
+        self.chat = ChatService(
+            llm,
+            conversations
+            or ConversationStore(
+                config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
+            ),
+            ChatSettings(
+                system_prompt=config.llm.system_prompt,
+                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
+                max_prompt_chars=config.limits.max_prompt_chars,
+            ),
+        )
+        self._assemble_pipeline()
+
+    def _assemble_pipeline(self) -> None:
+        if self.tts is not None and self.chat is not None:
+            self.pipeline = SpeechPipeline(self.chat, self.tts)
+
     def describe(self) -> list[dict[str, object]]:
         """Engine status as plain data (for /healthz and ``hearth check --json``)."""
         return [s.__dict__ | {"reasons": list(s.reasons)} for s in self.status]
@@ -303,23 +341,10 @@ def load_engines(
         kept_llm = reuse.model("llm", previous.llm if previous else None)
         if kept_llm is not None:
             reuse.status(engines, "llm")
-        engines.llm = kept_llm or _load_llm(engines, config, placements.get("llm"))
+        llm = kept_llm or _load_llm(engines, config, placements.get("llm"))
         old_chat = previous.chat if previous else None
         conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
-        engines.chat = ChatService(
-            engines.llm,
-            conversations
-            or ConversationStore(
-                config.llm.history_turns, config.llm.history_ttl_s, config.llm.max_conversations
-            ),
-            ChatSettings(
-                system_prompt=config.llm.system_prompt,
-                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
-                max_prompt_chars=config.limits.max_prompt_chars,
-            ),
-        )
-    if engines.tts is not None and engines.chat is not None:
-        engines.pipeline = SpeechPipeline(engines.chat, engines.tts)
+        engines.attach_llm(llm, conversations)
     return engines
 
 
@@ -343,15 +368,7 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
     cache = reuse.model("tts-cache", previous.cache if previous else None)
     if cache is None and config.tts.cache.enabled:
         cache = TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
-    engines.tts = TtsService(
-        tts_engine,
-        engines.voices,
-        engines.tts_pool,
-        cache,
-        config.tts.default_voice,
-        config.tts.sentence_silence_ms / 1000,
-        config.limits.max_text_chars,
-    )
+    engines.attach_tts(tts_engine, cache)
 
 
 def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:

@@ -97,6 +97,7 @@ class SpeechSession:
         self.asr = asr
         self.settings = settings or SessionSettings()
         self.options = options or SessionOptions()
+        asr.check_options(self.options.transcribe)  # before any audio: every protocol
         self._asr_pool = asr_pool
         self._vad_pool = vad_pool
         self._vad = vad.stream()

@@ -8,6 +8,7 @@ is sent at once, and a miss streams sentence by sentence and stores the result.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -15,6 +16,10 @@ from daemon.audio.pcm import encode
 from daemon.audio.stream import OutputFormat, StreamEncoder
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
+
+_LOGGER = logging.getLogger(__name__)
+SEND_TIMEOUT_S = 30.0
+"""Longest a client may take to accept one chunk before it is dropped (s)."""
 
 
 @dataclass
@@ -48,7 +53,30 @@ async def open_speech(
     if hit is not None:
         return SpeechStream(fmt.media_type, rate, True, _once(hit))
     blocks = tts.stream_prepared(voice, sentences, options)
-    return SpeechStream(fmt.media_type, rate, False, _produce(tts, blocks, fmt, rate, key))
+    chunks = _produce(tts, blocks, fmt, rate, key)
+    return SpeechStream(fmt.media_type, rate, False, _send_deadline(chunks))
+
+
+async def _send_deadline(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks``, cancelling the task that sends them when one send outlasts
+    ``SEND_TIMEOUT_S``: a client that stops reading would otherwise hold its
+    connection and buffered audio for as long as it likes. The server closes a
+    connection whose response task ends that way, so the client sees a cut body."""
+    sender = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    timeout_s = SEND_TIMEOUT_S
+
+    def drop() -> None:
+        _LOGGER.info("Dropped a speech client that read nothing for %g s", timeout_s)
+        if sender is not None:
+            sender.cancel()
+
+    async for chunk in chunks:
+        timer = loop.call_later(timeout_s, drop)
+        try:
+            yield chunk  # the caller sends it before asking for the next one
+        finally:
+            timer.cancel()
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

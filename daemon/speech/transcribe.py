@@ -69,6 +69,7 @@ async def transcribe_samples(
         Text, language, segments, timing and the translation when asked for.
     """
     asr = engines.asr_model(model)
+    asr.check_options(options)
     audio = await asyncio.to_thread(pcm_to_float, samples)  # up to an hour: not on the loop
     began = time.perf_counter()
     options = dataclasses.replace(options, task="transcribe")
@@ -111,6 +112,7 @@ async def stream_segments(
 ) -> AsyncIterator[Segment | Transcript]:
     """Segments as the model decodes them, then the whole Transcript."""
     asr = engines.asr_model(model)
+    asr.check_options(options)
     audio = await asyncio.to_thread(pcm_to_float, samples)
     async for item in engines.asr_pool.stream(lambda: asr.transcribe_segments(audio, options)):
         yield item

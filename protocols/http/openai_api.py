@@ -55,12 +55,13 @@ async def transcriptions(
     limits = config_of(request).limits
     fmt = formats.check_response_format(response_format)
     name = asr_model_name(engines, model, OPENAI_ASR_MODELS)
-    engines.asr_model(name)
     options = TranscribeOptions(
         language=language or None,
         initial_prompt=prompt or None,
         timestamps=fmt in ("srt", "vtt", "verbose_json"),
     )
+    # An unknown model or language fails now, not after the upload (or as a stream event).
+    engines.asr_model(name).check_options(options)
     data = await file.read()
     try:
         async with asyncio.timeout(limits.request_timeout_s):

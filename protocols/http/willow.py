@@ -256,7 +256,8 @@ async def asr(
     limits = config_of(request).limits
     options = query.options
     name = query.model_name(engines)
-    engines.asr_model(name)  # an unknown model fails before the upload is decoded
+    # An unknown model or language fails before the upload is decoded.
+    engines.asr_model(name).check_options(options)
     data = await audio_file.read()
     try:
         async with asyncio.timeout(limits.request_timeout_s):

@@ -199,4 +199,4 @@ class RtcManager:
 
 def _session_busy(session: RtcSession) -> bool:
     """An utterance is being heard, or a reply is on its way (both hold engines)."""
-    return session.speech is not None or session.run is not None or session.reply_track.playing
+    return session.busy

@@ -98,6 +98,18 @@ class RtcSession:
         """
         self._engines_changed = True
 
+    @property
+    def busy(self) -> bool:
+        """Whether the session holds engines now: an utterance under way or a reply.
+
+        An idle hands-free session is not busy: it moves to new engines before its
+        next frame is heard, so a reload need not wait for it.
+        """
+        speech = self.speech
+        hearing = speech is not None and (self.mode != "hands-free" or speech.in_utterance)
+        replying = self._reply is not None and not self._reply.done()
+        return hearing or self.run is not None or replying or self.reply_track.playing
+
     def send(self, text: str) -> None:
         """Send one data-channel message if the channel is open."""
         if self.channel is not None and self.channel.readyState == "open":
@@ -337,12 +349,13 @@ class RtcSession:
     async def _begin(self, command: Command, hands_free: bool) -> None:
         engines = self._engines()
         model = command.model
-        engines.asr_model(model)  # an unknown model: UnknownModel before anything starts
         options = SessionOptions(
             transcribe=TranscribeOptions(beam_size=command.beam_size, language=command.language),
             partials=engines.partials if command.partials is None else command.partials,
             hands_free=hands_free,
         )
+        # An unknown model or language fails before anything starts (or stops).
+        engines.asr_model(model).check_options(options.transcribe)
         if command.reply:
             if engines.pipeline is None:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")

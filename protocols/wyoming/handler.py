@@ -2,8 +2,24 @@
 
 A connection may carry many requests one after another (satellites keep theirs
 open) or just one (Home Assistant connects per request). Failures become an
-``error`` event with the HearthError's stable code; the connection lives on
-unless the byte stream itself is broken.
+``error`` event with the HearthError's stable code.
+
+Home Assistant's clients ignore ``error``: they read until the event that ends
+their request (``transcript``, ``audio-stop``, ``handled``) or until the
+connection closes. So after an error the server ends what the client waits for
+the only way every client understands, as the reference servers do: it sends the
+``error``, closes its side (the client reads EOF at once), reads and drops what
+the client still sends for at most LINGER_S (so the error is not lost to a TCP
+reset), and closes. This holds for every code: ``busy``, ``invalid-audio``,
+``unknown-model``, ``unsupported-language``, ``audio-too-long``, ``unknown-voice``,
+``text-too-long``, ``invalid-text``, ``timeout``, ``invalid-event`` (a broken
+frame or malformed event), ``internal-error``.
+
+One case keeps a satellite's long connection usable: an event type Hearth does not
+know is answered with an ``invalid-request`` error and the connection lives on.
+Wyoming peers skip events they do not handle (a satellite's stream carries events
+for other programs), no request was started by it, and nothing waits on its answer.
+``describe`` and ``ping`` cannot fail on a well-formed event.
 """
 
 from __future__ import annotations
@@ -55,6 +71,10 @@ _LOGGER = logging.getLogger(__name__)
 
 SAMPLES_PER_CHUNK = 1024
 """Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
+LINGER_S = 2.0
+"""After an error, how long what the client still sends is read and dropped (s)."""
+LINGER_BYTES = 4 * 1024 * 1024
+"""After an error, at most this much of what the client still sends is read and dropped."""
 MAX_QUEUED_SENTENCES = 128
 """Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
 Observer = Callable[[str], None]
@@ -70,8 +90,16 @@ def error_event(exc: BaseException) -> Event:
     return Error(text="internal error; see the daemon's log", code="internal-error").event()
 
 
-class _Stop(Exception):
-    """The connection must close (after an error event was sent)."""
+class _UnknownEvent(InvalidRequest):
+    """An event type Hearth does not handle: answered, and the connection lives on."""
+
+
+class _Reported(Exception):
+    """An error event was already sent mid-answer; the connection must close."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 class WyomingConnection:
@@ -94,7 +122,6 @@ class WyomingConnection:
         self.body_timeout_s = body_timeout_s
         self.id = uuid.uuid4().hex[:8]
         self._asr: _AsrRequest | None = None
-        self._asr_failed = False
         self._transcribe = Transcribe()
         self._tts: _TtsStream | None = None
         self._handling = False
@@ -114,17 +141,17 @@ class WyomingConnection:
         await async_write_event(event, self.writer)
 
     async def run(self) -> None:
-        """Serve the connection until it closes."""
+        """Serve the connection until it closes (or an error ends it)."""
+        failed = False
         try:
             while True:
                 try:
                     event = await read_event(self.reader, self.max_event_bytes, self.body_timeout_s)
                 except FrameError as exc:
                     _LOGGER.info("[%s] bad event: %s", self.id, exc.message)
+                    failed = True
                     await self.write(error_event(exc))
-                    if exc.fatal:
-                        return
-                    continue
+                    return
                 if event is None:
                     return
                 ends = self._ends_request(event)
@@ -132,23 +159,42 @@ class WyomingConnection:
                     self._handling = True
                     await self.handle(event)
                     self._observe("" if ends else None)
+                except _UnknownEvent as exc:
+                    self._observe(exc.code)
+                    _LOGGER.info("[%s] %s", self.id, exc.message)
+                    await self.write(error_event(exc))
+                except _Reported as exc:
+                    self._observe(exc.code)
+                    failed = True
+                    return
                 except HearthError as exc:
                     self._observe(exc.code)
                     _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
+                    failed = True
                     await self.write(error_event(exc))
+                    return
                 except (KeyError, TypeError, ValueError) as exc:
                     self._observe("invalid-event")
                     _LOGGER.info("[%s] malformed %s event: %r", self.id, event.type, exc)
                     problem = f"malformed '{event.type}' event ({type(exc).__name__}: {exc})"
+                    failed = True
                     await self.write(Error(text=problem, code="invalid-event").event())
+                    return
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the client hears an error, then EOF
+                    self._observe("internal-error")
+                    _LOGGER.exception("[%s] %s event failed", self.id, event.type)
+                    failed = True
+                    await self.write(error_event(exc))
+                    return
                 finally:
                     self._handling = False
-        except _Stop:
-            pass
         except (ConnectionError, asyncio.IncompleteReadError):
             _LOGGER.debug("[%s] connection lost", self.id)
+            failed = False
         finally:
-            await self.close()
+            await self.close(linger=failed)
 
     def _ends_request(self, event: Event) -> bool:
         """Whether handling ``event`` completes a request (for the request count)."""
@@ -163,13 +209,34 @@ class WyomingConnection:
         if code is not None and self.observer is not None:
             self.observer(code)
 
-    async def close(self) -> None:
-        """End open requests and the connection."""
-        await self._drop_asr()
-        await self._drop_tts()
-        self.writer.close()
+    async def close(self, linger: bool = False) -> None:
+        """End open requests and the connection.
+
+        With ``linger`` (after an error event), the client reads EOF at once, and
+        what it still sends is dropped for a moment so the error is not lost to a
+        TCP reset.
+        """
+        try:
+            await self._drop_asr()
+            await self._drop_tts()
+            if linger:
+                await self._linger()
+        finally:
+            self.writer.close()
         with contextlib.suppress(Exception):
             await self.writer.wait_closed()
+
+    async def _linger(self) -> None:
+        try:
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            await self.writer.drain()
+            dropped = 0
+            async with asyncio.timeout(LINGER_S):
+                while dropped < LINGER_BYTES and (data := await self.reader.read(65536)):
+                    dropped += len(data)
+        except (TimeoutError, ConnectionError, OSError):
+            pass  # the client did not leave in time, or left: close either way
 
     # ------------------------------------------------------------------ dispatch
 
@@ -182,7 +249,10 @@ class WyomingConnection:
             await self.write(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(kind):
             self._transcribe = Transcribe.from_event(event)
-            self.engines.asr_model(self._transcribe.name)  # unknown model: error now
+            # An unknown model or a language it does not speak: the error comes now.
+            self.engines.asr_model(self._transcribe.name).check_options(
+                TranscribeOptions(language=self._transcribe.language or None)
+            )
         elif AudioStart.is_type(kind):
             await self._audio_start(AudioStart.from_event(event))
         elif AudioChunk.is_type(kind):
@@ -201,7 +271,7 @@ class WyomingConnection:
         elif Transcript.is_type(kind):
             await self._handle_text(event)
         else:
-            raise InvalidRequest(f"unsupported event type '{kind}'")
+            raise _UnknownEvent(f"unsupported event type '{kind}'")
 
     # ------------------------------------------------------------------ ASR
 
@@ -219,46 +289,26 @@ class WyomingConnection:
 
     async def _audio_start(self, start: AudioStart) -> None:
         await self._drop_asr()
-        self._asr_failed = False
         request = self._transcribe
         self._transcribe = Transcribe()
-        try:
-            self._asr = _AsrRequest(
-                self, self.engines, request, AudioFormat(start.rate, start.width, start.channels)
-            )
-        except HearthError:
-            self._asr_failed = True
-            raise
+        self._asr = _AsrRequest(
+            self, self.engines, request, AudioFormat(start.rate, start.width, start.channels)
+        )
         await self.write(TranscriptStart(language=self._asr.language).event())
         self._asr.begin()
 
     async def _audio_chunk(self, event: Event) -> None:
         if self._asr is None:
-            if self._asr_failed:
-                return  # the error was reported; the rest of this stream is dropped
-            self._asr_failed = True
             raise InvalidAudio("audio-chunk before audio-start")
         try:
             chunk = AudioChunk.from_event(event)
         except (KeyError, TypeError, ValueError):
-            await self._fail_asr()
             raise InvalidAudio("audio-chunk needs rate, width and channels") from None
-        try:
-            await self._asr.feed(AudioFormat(chunk.rate, chunk.width, chunk.channels), chunk.audio)
-        except HearthError:
-            await self._fail_asr()
-            raise
-
-    async def _fail_asr(self) -> None:
-        await self._drop_asr()
-        self._asr_failed = True
+        await self._asr.feed(AudioFormat(chunk.rate, chunk.width, chunk.channels), chunk.audio)
 
     async def _audio_stop(self) -> None:
         request, self._asr = self._asr, None
         if request is None:
-            if self._asr_failed:
-                self._asr_failed = False
-                return
             raise InvalidAudio("audio-stop before audio-start")
         try:
             await request.finish()
@@ -339,9 +389,11 @@ class WyomingConnection:
                 parts.append(piece)
                 await self.write(HandledChunk(text=piece).event())
         except HearthError as exc:
+            # Output has begun: the error, the stream's end, then the connection closes.
+            _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
             await self.write(error_event(exc))
             await self.write(HandledStop().event())
-            return
+            raise _Reported(exc.code) from exc
         await self.write(Handled(text="".join(parts).strip(), context=context or None).event())
         await self.write(HandledStop().event())
 

@@ -2,6 +2,11 @@
 
 Built on every request from the loaded engines and the voice store, so a voice
 added to the store appears in the next ``info`` without a restart.
+
+Home Assistant titles the integration entry and its discovery card with the name of
+the first installed program, and names each entity after its program. Every program
+therefore carries the name Hearth announces over mDNS (``mdns.name``, default "Hearth
+on <hostname>"), and the descriptions tell them apart.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from wyoming.info import (
 )
 
 from daemon import __version__
+from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
 
 HEARTH = Attribution(name="Hearth", url="")
@@ -31,6 +37,7 @@ async def build_info(engines: Engines) -> Info:
     """Every ASR model, every voice in the store, and the LLM as a handler."""
     # The store is read afresh (a voice just added shows up), in a worker thread.
     store = await engines.voices.list_async()
+    title = instance_name(engines.config.mdns)
     asr_models = [
         AsrModel(
             name=name,
@@ -57,7 +64,7 @@ async def build_info(engines: Engines) -> Info:
     info = Info(
         asr=[
             AsrProgram(
-                name="hearth-asr",
+                name=title,
                 attribution=HEARTH,
                 installed=bool(asr_models),
                 description="Hearth speech-to-text (VAD-gated, speculative Whisper)",
@@ -68,7 +75,7 @@ async def build_info(engines: Engines) -> Info:
         ],
         tts=[
             TtsProgram(
-                name="hearth-tts",
+                name=title,
                 attribution=HEARTH,
                 installed=engines.tts is not None and bool(voices),
                 description="Hearth text-to-speech (Piper)",
@@ -82,7 +89,7 @@ async def build_info(engines: Engines) -> Info:
         languages = sorted({lang for m in engines.asr.values() for lang in m.languages})
         info.handle = [
             HandleProgram(
-                name="hearth-llm",
+                name=title,
                 attribution=HEARTH,
                 installed=True,
                 description="Hearth conversation agent (local or remote LLM)",

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from daemon.errors import InvalidRequest
+from daemon.errors import InvalidRequest, UnsupportedLanguage
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,24 @@ class AsrModel(ABC):
     name: str
     languages: tuple[str, ...]
     device: str
+
+    def check_options(self, options: TranscribeOptions) -> None:
+        """Refuse what this model cannot do (UnsupportedLanguage), before any audio.
+
+        The one language check every protocol meets: without it an English-only model
+        asked for German answers in English, as if it had understood.
+        """
+        language = options.language
+        if language is None or language == "auto":
+            return
+        # "en_US" and "en-US" mean the model's "en".
+        primary = language.replace("-", "_").split("_")[0].lower()
+        if primary not in self.languages:
+            shown = ", ".join(self.languages[:20]) + (" ..." if len(self.languages) > 20 else "")
+            raise UnsupportedLanguage(
+                f"model '{self.name}' does not support language '{language}'; "
+                f"it supports: {shown} (or 'auto')"
+            )
 
     @abstractmethod
     def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 
 from daemon.audio.pcm import encode, resample_pcm
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
 from daemon.engines.tts.cache import TtsCache, cache_key
-from daemon.engines.tts.text import split_sentences
+from daemon.engines.tts.text import bound_pieces, check_speakable, split_sentences
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
-from daemon.errors import InvalidText, TextTooLong
+from daemon.errors import Busy, InvalidText, RequestTimeout, TextTooLong
+
+_LOGGER = logging.getLogger(__name__)
+READ_AHEAD = 4
+"""Pieces of audio one request may hold synthesized ahead of its reader."""
+STALL_TIMEOUT_S = 30.0
+"""How long a request's buffer may stay full before its reader counts as gone (s)."""
+_RETRY_S = 0.05
 
 
 class TtsService:
@@ -27,6 +35,7 @@ class TtsService:
         default_voice: str,
         sentence_silence_s: float,
         max_text_chars: int,
+        stall_timeout_s: float = STALL_TIMEOUT_S,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -35,6 +44,7 @@ class TtsService:
         self.default_voice = default_voice
         self.sentence_silence_s = sentence_silence_s
         self.max_text_chars = max_text_chars
+        self.stall_timeout_s = stall_timeout_s
 
     def prepare(self, text: str, options: SynthesisOptions) -> tuple[VoiceInfo, list[str]]:
         """Check text and voice; return the voice and the sentences to speak.
@@ -54,10 +64,11 @@ class TtsService:
     def _sentences(self, text: str) -> list[str]:
         if len(text) > self.max_text_chars:
             raise TextTooLong(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
+        check_speakable(text)
         sentences = split_sentences(text)
         if not sentences:
             raise InvalidText("text to speak is empty")
-        return sentences
+        return bound_pieces(sentences)
 
     def check_voice(self, options: SynthesisOptions) -> VoiceInfo:
         """The voice these options name, from the store's memory; UnknownVoice otherwise."""
@@ -82,7 +93,14 @@ class TtsService:
     async def stream_prepared(
         self, voice: VoiceInfo, sentences: list[str], options: SynthesisOptions
     ) -> AsyncIterator[SentenceAudio]:
-        """Like :meth:`stream`, for what :meth:`prepare` returned."""
+        """Like :meth:`stream`, for what :meth:`prepare` returned.
+
+        Each sentence is one call in the worker pool, so a worker is held only while
+        it synthesizes, never while a reader is slow: a task synthesizes up to
+        ``READ_AHEAD`` sentences ahead into this request's own buffer, and stops
+        (the stream then fails with RequestTimeout) when the buffer stays full for
+        ``stall_timeout_s``.
+        """
         silence_s = (
             self.sentence_silence_s
             if options.sentence_silence_s is None
@@ -90,17 +108,67 @@ class TtsService:
         )
         rate = self.output_rate(voice, options)
         gap = b"\x00\x00" * int(rate * silence_s)
+        last = len(sentences) - 1
 
-        def work() -> Iterator[SentenceAudio]:
-            for index, sentence in enumerate(sentences):
-                pcm = b"".join(self.engine.synthesize(voice, sentence, options))
-                pcm = resample_pcm(pcm, voice.sample_rate, rate)
-                if index < len(sentences) - 1:
-                    pcm += gap
-                yield SentenceAudio(pcm, rate, sentence)
+        def work(index: int, sentence: str) -> SentenceAudio:
+            pcm = b"".join(self.engine.synthesize(voice, sentence, options))
+            pcm = resample_pcm(pcm, voice.sample_rate, rate)
+            if index < last:
+                pcm += gap
+            return SentenceAudio(pcm, rate, sentence)
 
-        async for block in self.pool.stream(work):
-            yield block
+        queue: asyncio.Queue[SentenceAudio | None] = asyncio.Queue(READ_AHEAD)
+        failure: list[BaseException] = []
+
+        async def put(item: SentenceAudio | None) -> None:
+            try:
+                async with asyncio.timeout(self.stall_timeout_s):
+                    await queue.put(item)
+            except TimeoutError:
+                _LOGGER.info(
+                    "Speech stopped: its reader took nothing for %g s", self.stall_timeout_s
+                )
+                raise RequestTimeout(
+                    f"the client read no audio for {self.stall_timeout_s:g} s"
+                ) from None
+
+        async def produce() -> None:
+            try:
+                for index, sentence in enumerate(sentences):
+                    await put(await self._run_piece(work, index, sentence))
+                await put(None)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the reader
+                failure.append(exc)
+                if not queue.full():
+                    queue.put_nowait(None)  # wakes a reader waiting on the queue
+
+        producer = asyncio.create_task(produce())
+        try:
+            while True:
+                item = await queue.get()
+                if failure:
+                    raise failure[0]
+                if item is None:
+                    return
+                yield item
+        finally:
+            producer.cancel()
+
+    async def _run_piece(
+        self, work: Callable[[int, str], SentenceAudio], index: int, sentence: str
+    ) -> SentenceAudio:
+        """One sentence in the pool. A full queue refuses a new request (Busy), but a
+        request already speaking waits for room, up to ``stall_timeout_s``."""
+        deadline = asyncio.get_running_loop().time() + self.stall_timeout_s
+        while True:
+            try:
+                return await self.pool.run(work, index, sentence)
+            except Busy:
+                if index == 0 or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(_RETRY_S)
 
     async def stream_cached(
         self, text: str, options: SynthesisOptions

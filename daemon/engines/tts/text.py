@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from daemon.errors import InvalidText
+
 # End of a sentence: terminal punctuation (optionally closing quotes/brackets),
 # then whitespace. Abbreviations like "Dr." are kept whole by the word check.
 _END = re.compile(r"([.!?…]+[\"')\]]*|[\n]{1,})(\s+)")
@@ -15,6 +17,84 @@ _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "no"
 def _is_abbreviation(text: str, end: int) -> bool:
     words = text[:end].rstrip(".").split()
     return bool(words) and words[-1].lower().strip("(\"'") in _ABBREVIATIONS
+
+
+MAX_PIECE_CHARS = 240
+"""Longest piece of text synthesized in one engine call. A synthesizer's memory grows
+with the square of its input (attention over every phoneme): one 2000-character
+run-on took Piper to 2.5 GB, kept by the allocator afterwards."""
+
+# Control characters (tab, newline and carriage return are whitespace) and lone
+# surrogates: no voice can speak them, and some break the phonemizer mid-stream
+# (a NUL is "embedded null character" in espeak), after the response has begun.
+_UNSPEAKABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def check_speakable(text: str) -> None:
+    """Raise InvalidText when ``text`` holds a control character or a lone surrogate."""
+    found = _UNSPEAKABLE.search(text)
+    if found is not None:
+        raise InvalidText(
+            f"text holds an unspeakable character U+{ord(found.group()):04X} "
+            f"at position {found.start()}"
+        )
+
+
+def bound_pieces(sentences: list[str], max_chars: int = MAX_PIECE_CHARS) -> list[str]:
+    """Split sentences longer than ``max_chars``: at clause marks, then between words.
+
+    A single word longer than ``max_chars`` is cut where the limit falls.
+    """
+    out: list[str] = []
+    for sentence in sentences:
+        if len(sentence) <= max_chars:
+            out.append(sentence)
+            continue
+        pieces = [piece for clause in _clauses(sentence) for piece in _by_words(clause, max_chars)]
+        out.extend(_merge_short(pieces, max_chars))
+    return out
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts: list[str] = []
+    start = 0
+    for match in _CLAUSE.finditer(sentence):
+        parts.append(sentence[start : match.end(1)].strip())
+        start = match.end()
+    parts.append(sentence[start:].strip())
+    return [part for part in parts if part]
+
+
+def _by_words(clause: str, max_chars: int) -> list[str]:
+    out: list[str] = []
+    line = ""
+    for word in clause.split():
+        while len(word) > max_chars:  # no space to split at: cut
+            if line:
+                out.append(line)
+                line = ""
+            out.append(word[:max_chars])
+            word = word[max_chars:]
+        if line and len(line) + 1 + len(word) > max_chars:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(line)
+    return out
+
+
+def _merge_short(pieces: list[str], max_chars: int) -> list[str]:
+    """Join neighbouring short clause pieces again, so a long sentence is not spoken
+    as a string of two-word fragments."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and len(out[-1]) + 1 + len(piece) <= max_chars:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
 
 
 def split_sentences(text: str) -> list[str]:

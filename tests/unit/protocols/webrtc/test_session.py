@@ -237,6 +237,7 @@ async def test_willow_client_stop_naming_an_unknown_model_still_transcribes(rtc)
 
 
 async def test_start_options_reach_the_model(rtc):
+    rtc.fakes.asr["other"].languages = ("en", "de")
     rtc.send("start", {"model": "other", "beam_size": 3, "language": "de", "partials": False})
     await rtc.until("state")
     rtc.mic.speak(utterance(220.0, rate=MIC_RATE))
@@ -248,6 +249,15 @@ async def test_start_options_reach_the_model(rtc):
     calls = rtc.fakes.asr["other"].calls
     assert calls and not rtc.fakes.asr["fake"].calls
     assert {(c.options.beam_size, c.options.language) for c in calls} == {(3, "de")}
+
+
+@pytest.mark.parametrize("command", ["start", "listen"])
+async def test_a_language_the_model_does_not_speak_is_refused(rtc, command):
+    rtc.send(command, {"language": "de"})
+    error = await rtc.error()
+    assert error["obj"] == {"code": "unsupported-language"}
+    assert "'de'" in error["message"] and "en" in error["message"]
+    assert rtc.session.mode == "idle" and rtc.session.speech is None
 
 
 async def test_silence_gives_an_empty_transcript_without_decoding(rtc):
