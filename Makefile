@@ -21,7 +21,7 @@ ifeq ($(filter $(GPU_MODE),cpu cuda),)
 $(error GPU must be auto, cpu or cuda, not '$(GPU)')
 endif
 CUDA_STAMP := $(VENV)/.cuda-stamp
-CUDA_PIP := $(BIN)/python -m pip install -c constraints.txt -c constraints-cuda.txt
+CUDA_PIP := $(BIN)/python -m pip install -c constraints.txt
 # The CUDA 12 runtime wheels: cuBLAS (CTranslate2) and cuDNN 9, cuFFT, cuRAND, the runtime
 # (onnxruntime's CUDA provider). Hearth loads them from the venv; no LD_LIBRARY_PATH needed.
 CUDA_WHEELS := nvidia-cublas-cu12 nvidia-cudnn-cu12 nvidia-cuda-runtime-cu12 \
@@ -32,7 +32,7 @@ install: $(STAMP) $(if $(filter cuda,$(GPU_MODE)),$(CUDA_STAMP))
 cuda-libs:
 	$(CUDA_PIP) $(CUDA_WHEELS)
 
-$(CUDA_STAMP): $(STAMP) constraints-cuda.txt
+$(CUDA_STAMP): $(STAMP) constraints.txt
 	$(MAKE) --no-print-directory cuda-libs
 	# onnxruntime-gpu provides the same 'onnxruntime' module: replace, never install beside.
 	$(BIN)/python -m pip uninstall -q -y onnxruntime onnxruntime-gpu
@@ -123,7 +123,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 lock: $(STAMP)
-	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^hearth'; } > constraints.tmp && mv constraints.tmp constraints.txt
+	{ sed -n '1,2p' constraints.txt; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -vE '^(hearth|nvidia-|onnxruntime-gpu)'; \
+	  sed -n '/^# CUDA extras/,$$p' constraints.txt; } > constraints.tmp && mv constraints.tmp constraints.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

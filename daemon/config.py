@@ -9,6 +9,7 @@ here has the same default so that an empty file is a valid configuration.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import typing
 from dataclasses import dataclass, field
@@ -84,6 +85,17 @@ def _origin_ok(value: str) -> str | None:
     return None
 
 
+def _host_name_ok(value: str) -> str | None:
+    if value == "*":
+        return None
+    like = "must be a host name or address like hearth.lan or 192.168.1.10, or '*'"
+    if not value or len(value) > 253 or any(c in value for c in "/@?#* \t"):
+        return like
+    if value.count(":") == 1 and not value.startswith("["):
+        return f"{like} (no port)"
+    return None
+
+
 @dataclass(frozen=True)
 class HttpConfig:
     """HTTP API listener."""
@@ -91,6 +103,9 @@ class HttpConfig:
     host: str = "0.0.0.0"
     port: int = field(default=19000, metadata=_c(min=1, max=65535))
     cors_origins: list[str] = field(default_factory=list, metadata=_c(check=_origin_ok))
+    allowed_hosts: list[str] = field(default_factory=list, metadata=_c(check=_host_name_ok))
+    header_timeout_s: float = field(default=10.0, metadata=_c(min=0.5, max=300.0))
+    max_connections: int = field(default=512, metadata=_c(min=8, max=100_000))
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class WebRtcConfig:
     port_max: int = field(default=10049, metadata=_c(min=1024, max=65535))
     max_sessions: int = field(default=16, metadata=_c(min=1, max=1000))
     idle_timeout_s: float = field(default=86400.0, metadata=_c(min=10.0, max=2_592_000.0))
+    connect_timeout_s: float = field(default=10.0, metadata=_c(min=0.5, max=300.0))
 
 
 @dataclass(frozen=True)
@@ -124,6 +140,7 @@ class WyomingConfig:
     uri: str = field(default="tcp://0.0.0.0:10300", metadata=_c(check=_uri_ok))
     max_connections: int = field(default=64, metadata=_c(min=1, max=10000))
     max_event_bytes: int = field(default=1_048_576, metadata=_c(min=65536, max=268_435_456))
+    idle_timeout_s: float = field(default=300.0, metadata=_c(min=0.5, max=86400.0))
 
 
 @dataclass(frozen=True)
@@ -370,6 +387,42 @@ class Config:
         if os.environ.get("CACHE_DIRECTORY"):
             return Path(os.environ["CACHE_DIRECTORY"].split(":")[0]) / "tts"
         return self.state_path / "cache" / "tts"
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address or name) only reaches this machine."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warnings(config: Config) -> list[str]:
+    """What the listeners expose to the network without a key (for ``hearth check``).
+
+    Empty when nothing is open to other machines without authentication.
+    """
+    warnings = []
+    if not _loopback(config.http.host) and not config.auth.api_key:
+        warnings.append(
+            f"the HTTP API listens on {config.http.host} with no auth.api_key: anyone on the "
+            "network can use it (speech, chat, voices, enrollment); set auth.api_key, or "
+            "http.host: 127.0.0.1 behind a reverse proxy"
+        )
+    uri = config.wyoming.uri
+    if uri.startswith("tcp://"):
+        host = uri[len("tcp://") :].rpartition(":")[0]
+        if not _loopback(host):
+            warnings.append(
+                f"Wyoming listens on {uri} and has no authentication (auth.api_key does not "
+                "cover it): bind wyoming.uri to an address only Home Assistant reaches, or "
+                f"allow only Home Assistant's address to port {uri.rpartition(':')[2]} in a "
+                "firewall"
+            )
+    return warnings
 
 
 # --------------------------------------------------------------------------- loading

@@ -64,8 +64,8 @@ class EngineGauges:
     """(engine, kind, device) of each loaded model."""
     pools: tuple[tuple[str, int, int], ...] = ()
     """(engine, calls queued, calls running) of each worker pool."""
-    cache: tuple[int, int, int, int] | None = None
-    """TTS cache (hits, misses, bytes, entries), None when there is no cache."""
+    cache: tuple[int, int, int, int, int] | None = None
+    """TTS cache (hits, misses, bytes, entries, damaged entries), None without a cache."""
 
 
 @dataclass
@@ -174,10 +174,15 @@ def _engine_metrics(engines: EngineGauges | None) -> Iterator[Metric]:
     misses = CounterMetricFamily("hearth_tts_cache_misses", "TTS cache look-ups that missed.")
     size = GaugeMetricFamily("hearth_tts_cache_bytes", "Bytes of audio in the TTS cache.")
     entries = GaugeMetricFamily("hearth_tts_cache_entries", "Entries in the TTS cache.")
+    corrupt = CounterMetricFamily(
+        "hearth_tts_cache_corrupt",
+        "Damaged TTS cache entries found, deleted and synthesized again.",
+    )
     if now.cache is not None:
-        hit_count, miss_count, cache_bytes, count = now.cache
+        hit_count, miss_count, cache_bytes, count, corrupt_count = now.cache
+        corrupt.add_metric([], corrupt_count)
         hits.add_metric([], hit_count)
         misses.add_metric([], miss_count)
         size.add_metric([], cache_bytes)
         entries.add_metric([], count)
-    yield from (hits, misses, size, entries)
+    yield from (hits, misses, size, entries, corrupt)

@@ -215,7 +215,7 @@ class Engines:
         return EngineGauges(
             models=tuple((s.name, s.kind, s.device) for s in self.status),
             pools=tuple((p.name, p.queued, p.pending - p.queued) for p in self.pools),
-            cache=(cache.hits, cache.misses, cache.size_bytes, len(cache))
+            cache=(cache.hits, cache.misses, cache.size_bytes, len(cache), cache.corrupt)
             if cache is not None
             else None,
         )
@@ -341,10 +341,10 @@ def load_engines(
         kept_llm = reuse.model("llm", previous.llm if previous else None)
         if kept_llm is not None:
             reuse.status(engines, "llm")
-        llm = kept_llm or _load_llm(engines, config, placements.get("llm"))
+        engine = kept_llm or _load_llm(engines, config, placements.get("llm"))
         old_chat = previous.chat if previous else None
         conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
-        engines.attach_llm(llm, conversations)
+        engines.attach_llm(engine, conversations)
     return engines
 
 

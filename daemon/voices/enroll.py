@@ -37,6 +37,8 @@ from daemon.ops.locks import exclusive
 from daemon.voices.prompts import current_prompts
 
 _LOGGER = logging.getLogger(__name__)
+TAKE_ID = re.compile(r"(free)?[0-9]{4,9}")
+"""A take's id: a prompt index, or ``free`` and a number for a free recording."""
 DATASET_RATE = 22050
 """Sample rate of the stored takes (Hz): Piper's medium quality."""
 TAKES = "takes.json"
@@ -294,6 +296,8 @@ class Enrollment:
 
     def remove(self, take_id: str) -> None:
         """Drop a take (to redo it)."""
+        if not TAKE_ID.fullmatch(take_id):
+            raise InvalidRequest(f"invalid take id '{take_id[:32]}'")
         with self._locked():
             takes = self.takes()
             if takes.pop(take_id, None) is None:
@@ -325,7 +329,9 @@ class Enrollment:
             "free" if index is None else index,
             "accepted" if check.accepted else "refused",
             check.check_ms,
-            "" if check.accepted else ": " + "; ".join(check.problems),
+            # Only the kind of each problem: what was heard is the person's words,
+            # which are never logged.
+            "" if check.accepted else ": " + "; ".join(p.split(":")[0] for p in check.problems),
         )
         if check.accepted:
             take_id: str | None

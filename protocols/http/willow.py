@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import time
 import uuid
 import wave
@@ -175,7 +176,9 @@ def save_upload(config: Config, fmt: AudioFormat, parts: list[bytes]) -> Path:
     )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"willow-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.wav"
-    with wave.open(str(path), "wb") as out:
+    # 0600: recordings of the household are for the daemon's user only.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "wb") as raw, wave.open(raw, "wb") as out:
         out.setnchannels(fmt.channels)
         out.setsampwidth(fmt.width)
         out.setframerate(fmt.rate)

@@ -45,6 +45,11 @@ def parse_audio_headers(
     channels = _header_int(headers, "x-audio-channel", required)
     if bits is not None and bits not in (8, 16, 32):
         raise InvalidAudio(f"x-audio-bits must be 8, 16 or 32, got {bits}")
-    fmt = AudioFormat(rate or RATE, (bits or 16) // 8, channels or 1)
+    # Explicit None checks: a header of 0 is a value to refuse, not a missing one.
+    fmt = AudioFormat(
+        RATE if rate is None else rate,
+        2 if bits is None else bits // 8,
+        1 if channels is None else channels,
+    )
     fmt.validate(max_rate, max_channels)
     return codec, fmt if required else None

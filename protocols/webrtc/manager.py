@@ -1,7 +1,9 @@
 """All WebRTC sessions: offer → answer, limits, and reaping of idle or failed ones.
 
 The manager is the WebRTC listener: signaling rides on the HTTP listener's routes,
-media on UDP ports the ICE policy picks per session. On reload every live session
+media on UDP ports the ICE policy picks per session. A session whose peer does not
+connect within ``webrtc.connect_timeout_s`` of its answer is closed, so offers that
+never complete ICE cannot hold the ``webrtc.max_sessions`` slots. On reload every live session
 is told that new engines are in (its next utterance uses them) and the previous
 engines are kept until the utterances and replies running on them end. On stop
 every session is closed.
@@ -36,6 +38,8 @@ _LOGGER = logging.getLogger(__name__)
 
 MAX_SDP_CHARS = 64 * 1024
 REAP_INTERVAL_S = 10.0
+CLOSE_WAIT_S = 5.0
+"""On stop: how long sessions being closed by their connect deadline get to finish."""
 
 
 class RtcManager:
@@ -50,6 +54,9 @@ class RtcManager:
         self.sessions: dict[str, RtcSession] = {}
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
         self._reaper: asyncio.Task[None] | None = None
+        self._deadlines: dict[str, asyncio.TimerHandle] = {}
+        """Sessions not connected yet: when each is given up."""
+        self._closing: set[asyncio.Task[None]] = set()
         self.started = False
         self.closed = False
 
@@ -94,7 +101,9 @@ class RtcManager:
 
         @pc.on("connectionstatechange")
         async def on_state() -> None:
-            if pc.connectionState in ("failed", "closed"):
+            if pc.connectionState == "connected":
+                self._connected(session.id)
+            elif pc.connectionState in ("failed", "closed"):
                 _LOGGER.info("WebRTC session %s %s", session.id, pc.connectionState)
                 await self.close_session(session.id)
 
@@ -128,11 +137,39 @@ class RtcManager:
         except OSError as exc:
             await self.close_session(session.id)
             raise Busy(f"no media port available: {exc}") from None
+        if session.id in self.sessions and pc.connectionState != "connected":
+            self._deadlines[session.id] = asyncio.get_running_loop().call_later(
+                self.config.connect_timeout_s, self._connect_deadline, session.id
+            )
         _LOGGER.info("WebRTC session %s opened (%d open)", session.id, len(self.sessions))
         return session.id, pc.localDescription
 
+    def _connected(self, session_id: str) -> None:
+        """The peer completed ICE and DTLS: the session lives until idle or failed."""
+        handle = self._deadlines.pop(session_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _connect_deadline(self, session_id: str) -> None:
+        """Close a session whose peer never connected (ICE never completed)."""
+        self._deadlines.pop(session_id, None)
+        session = self.sessions.get(session_id)
+        if session is None or session.pc.connectionState == "connected":
+            return
+        _LOGGER.info(
+            "WebRTC session %s did not connect within %g s (webrtc.connect_timeout_s); closing",
+            session_id,
+            self.config.connect_timeout_s,
+        )
+        task = asyncio.create_task(self.close_session(session_id), name="rtc-unconnected")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def close_session(self, session_id: str) -> None:
         """Close one session (idempotent)."""
+        handle = self._deadlines.pop(session_id, None)
+        if handle is not None:
+            handle.cancel()
         session = self.sessions.pop(session_id, None)
         if session is not None:
             await session.close()
@@ -195,6 +232,8 @@ class RtcManager:
             self._reaper = None
         for session_id in list(self.sessions):
             await self.close_session(session_id)
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=CLOSE_WAIT_S)
 
 
 def _session_busy(session: RtcSession) -> bool:

@@ -217,9 +217,7 @@ class FakeRtcSession:
     """What the WebRTC listener reads of a session."""
 
     def __init__(self, busy: bool) -> None:
-        self.speech: object | None = object() if busy else None
-        self.run = None
-        self.reply_track = type("Track", (), {"playing": False})()
+        self.busy = busy
         self.told = 0
 
     def on_engines_changed(self) -> None:
@@ -237,7 +235,7 @@ def test_webrtc_reload_repoints_every_session_and_drains_the_busy_ones(config: C
     drained = manager.reconfigure(config, FakeEngines())  # type: ignore[arg-type]
     assert (talking.told, idle.told) == (1, 1)
     assert not drained()
-    talking.speech = None  # the utterance on the old engines ended
+    talking.busy = False  # the utterance on the old engines ended
     assert drained()
 
 

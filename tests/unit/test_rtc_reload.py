@@ -150,3 +150,22 @@ async def test_an_unexpected_intake_failure_is_reported_and_listening_can_restar
     await until(lambda: len(infers(channel)) == 1)
     track.frames.put_nowait(None)
     await asyncio.wait_for(session.close(), 5)
+
+
+async def test_only_an_utterance_under_way_holds_a_hands_free_session_busy():
+    # A reload waits for busy sessions before it closes the old engines; an idle
+    # hands-free session must not hold it (it moves over at its next frame).
+    engines = FakeEngines()
+    session, channel, track = setup([engines])
+    assert not session.busy
+    await asyncio.wait_for(session._handle(Command(type="listen")), 5)
+    assert session.speech is not None and not session.busy
+    track.push(tone(0.5))
+    await until(lambda: session.busy)
+    track.push(silence(0.9))
+    await until(lambda: len(infers(channel)) == 1)
+    await until(lambda: not session.busy)
+    await asyncio.wait_for(session._handle(Command(type="start")), 5)
+    assert session.busy  # push-to-talk: held from start to the transcript
+    track.frames.put_nowait(None)
+    await asyncio.wait_for(session.close(), 5)

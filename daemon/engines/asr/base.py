@@ -77,9 +77,7 @@ class AsrModel(ABC):
         language = options.language
         if language is None or language == "auto":
             return
-        # "en_US" and "en-US" mean the model's "en".
-        primary = language.replace("-", "_").split("_")[0].lower()
-        if primary not in self.languages:
+        if language.lower() not in self.languages:
             shown = ", ".join(self.languages[:20]) + (" ..." if len(self.languages) > 20 else "")
             raise UnsupportedLanguage(
                 f"model '{self.name}' does not support language '{language}'; "

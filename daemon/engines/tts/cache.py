@@ -14,6 +14,25 @@ from typing import Any
 
 _LOGGER = logging.getLogger(__name__)
 SUFFIX = ".audio"
+MAGIC = b"HTC1"
+HEADER_BYTES = len(MAGIC) + 8 + 32
+"""Every entry starts with MAGIC, the audio's length (8 bytes, big-endian) and its
+SHA-256, so that a file cut short or changed on disk is never served as audio."""
+
+
+def _seal(data: bytes) -> bytes:
+    return MAGIC + len(data).to_bytes(8, "big") + hashlib.sha256(data).digest() + data
+
+
+def _unseal(blob: bytes) -> bytes | None:
+    """The audio in an entry, or None when the entry is damaged."""
+    if len(blob) < HEADER_BYTES or not blob.startswith(MAGIC):
+        return None
+    length = int.from_bytes(blob[4:12], "big")
+    data = blob[HEADER_BYTES:]
+    if len(data) != length or hashlib.sha256(data).digest() != blob[12:HEADER_BYTES]:
+        return None
+    return data
 
 
 def cache_key(**parts: Any) -> str:
@@ -30,6 +49,8 @@ class TtsCache:
         self.max_bytes = max_bytes
         self.hits = 0
         self.misses = 0
+        self.corrupt = 0
+        """Damaged entries found (and deleted) on read."""
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, int] = OrderedDict()
         self._total = 0
@@ -38,7 +59,7 @@ class TtsCache:
             stale.unlink(missing_ok=True)
         files = sorted(directory.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime)
         for path in files:
-            size = path.stat().st_size
+            size = max(0, path.stat().st_size - HEADER_BYTES)
             self._entries[path.stem] = size
             self._total += size
         self._evict()
@@ -62,11 +83,20 @@ class TtsCache:
                 return None
             self._entries.move_to_end(key)
         try:
-            data = self._path(key).read_bytes()
-            os.utime(self._path(key))
+            data = _unseal(self._path(key).read_bytes())
+            if data is not None:
+                os.utime(self._path(key))
         except OSError:
             with self._lock:
                 self._total -= self._entries.pop(key, 0)
+                self.misses += 1
+            return None
+        if data is None:
+            _LOGGER.warning("TTS cache entry %s is damaged; deleted, to be synthesized again", key)
+            self._path(key).unlink(missing_ok=True)
+            with self._lock:
+                self._total -= self._entries.pop(key, 0)
+                self.corrupt += 1
                 self.misses += 1
             return None
         with self._lock:
@@ -80,7 +110,7 @@ class TtsCache:
         fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                handle.write(_seal(data))
             os.replace(tmp, self._path(key))
         except OSError as exc:
             _LOGGER.warning("TTS cache write failed: %s", exc)

@@ -40,7 +40,8 @@ from daemon.ops.jsonfile import write_json
 from daemon.ops.locks import exclusive
 
 _LOGGER = logging.getLogger(__name__)
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A voice name; always used with ``fullmatch`` (``$`` would let a trailing newline in)."""
 METADATA = "voice.json"
 LOCK = ".lock"
 TEMP_PREFIX = ".tmp-"
@@ -237,7 +238,7 @@ class VoiceStore:
                 self._remember(name, voice)
                 return voice
         # The name check keeps a path ("../x", "/x") from leaving the store.
-        found = _read_folder(self.user_dir / name) if NAME_RE.match(name) else None
+        found = _read_folder(self.user_dir / name) if NAME_RE.fullmatch(name) else None
         self._remember(name, found)
         return found
 
@@ -366,7 +367,7 @@ class VoiceStore:
 
 def check_name(name: str) -> None:
     """InvalidVoice unless ``name`` is a safe folder name (no traversal, no hidden files)."""
-    if not NAME_RE.match(name) or name in (".", ".."):
+    if not NAME_RE.fullmatch(name) or name in (".", ".."):
         raise InvalidVoice(
             f"invalid voice name '{name[:64]}': use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
@@ -430,7 +431,7 @@ def _number(defaults: dict[str, Any], key: str, default: _D) -> float | _D:
 
 def _read_folder(folder: Path) -> VoiceInfo | None:
     """The voice in a user folder; None when absent, incomplete or broken (logged)."""
-    if not NAME_RE.match(folder.name) or not folder.is_dir():
+    if not NAME_RE.fullmatch(folder.name) or not folder.is_dir():
         return None
     try:
         return _user_voice(folder)

@@ -126,7 +126,10 @@ class BrokenTts(FakeTts):
             "invalid-audio",
         ),
         ([AudioStop().event()], "invalid-audio"),
-        ([Synthesize(text="Hi.", voice=SynthesizeVoice(name="xx_XX-nobody")).event()], "unknown-voice"),
+        (
+            [Synthesize(text="Hi.", voice=SynthesizeVoice(name="xx_XX-nobody")).event()],
+            "unknown-voice",
+        ),
         ([Synthesize(text="word " * 100).event()], "text-too-long"),
         ([Synthesize(text="   ").event()], "invalid-text"),
         ([Transcript(text="  ").event()], "invalid-text"),
