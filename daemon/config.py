@@ -85,6 +85,17 @@ def _origin_ok(value: str) -> str | None:
     return None
 
 
+def _base_url_ok(value: str) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "must be a URL like http://gpu-server.lan:8000/v1"
+    if "?" in value or "#" in value or "@" in parts.netloc:
+        return "must be a URL like http://gpu-server.lan:8000/v1 (no query, fragment or user)"
+    return None
+
+
 def _host_name_ok(value: str) -> str | None:
     if value == "*":
         return None
@@ -178,9 +189,25 @@ class WillowConfig:
 
 
 @dataclass(frozen=True)
-class AsrModelConfig:
-    """One faster-whisper model."""
+class RemoteAsrConfig:
+    """An OpenAI-compatible transcription server (vLLM, speaches, another Hearth)."""
 
+    base_url: str = field(default="", metadata=_c(check=_base_url_ok))
+    base_urls: list[str] = field(default_factory=list, metadata=_c(check=_base_url_ok))
+    model: str = ""
+    api_key: str = ""
+    timeout_s: float = field(default=30.0, metadata=_c(min=0.5, max=3600.0))
+    retry_s: float = field(default=5.0, metadata=_c(min=0.1, max=3600.0))
+    stream: bool = True
+
+
+@dataclass(frozen=True)
+class AsrModelConfig:
+    """One faster-whisper model, local or on a remote server."""
+
+    backend: Literal["local", "remote"] = "local"
+    remote: RemoteAsrConfig = field(default_factory=RemoteAsrConfig)
+    fallback: str = ""
     path: str = "tiny.en"
     device: str = field(default="auto", metadata=_c(check=_device_ok))
     compute_type: str = field(default="auto", metadata=_c(choices=COMPUTE_TYPES))
@@ -226,6 +253,22 @@ class TtsCacheConfig:
 
 
 @dataclass(frozen=True)
+class RemoteVoicesConfig:
+    """Voices served by an OpenAI-compatible speech server (Kokoro-FastAPI, speaches)."""
+
+    name: str = ""
+    base_url: str = field(default="", metadata=_c(check=_base_url_ok))
+    base_urls: list[str] = field(default_factory=list, metadata=_c(check=_base_url_ok))
+    model: str = ""
+    voices: list[str] = field(default_factory=list)
+    api_key: str = ""
+    timeout_s: float = field(default=30.0, metadata=_c(min=0.5, max=3600.0))
+    retry_s: float = field(default=5.0, metadata=_c(min=0.1, max=3600.0))
+    sample_rate: int = field(default=24000, metadata=_c(min=8000, max=48000))
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
 class TtsConfig:
     """Text-to-speech engine."""
 
@@ -235,16 +278,20 @@ class TtsConfig:
     sentence_silence_ms: int = field(default=150, metadata=_c(min=0, max=5000))
     loaded_voices: int = field(default=4, metadata=_c(min=1, max=64))
     cache: TtsCacheConfig = field(default_factory=TtsCacheConfig)
+    remote: list[RemoteVoicesConfig] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class RemoteLlmConfig:
     """An OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama)."""
 
-    base_url: str = ""
+    base_url: str = field(default="", metadata=_c(check=_base_url_ok))
+    base_urls: list[str] = field(default_factory=list, metadata=_c(check=_base_url_ok))
     api_key: str = ""
     model: str = ""
     timeout_s: float = field(default=60.0, metadata=_c(min=1.0, max=3600.0))
+    retry_s: float = field(default=5.0, metadata=_c(min=0.1, max=3600.0))
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -295,6 +342,33 @@ class VoicesConfig:
 
 
 @dataclass(frozen=True)
+class WakeModelConfig:
+    """One wake model (0: the model's own cutoff and window)."""
+
+    library: Literal["auto", "micro", "openwakeword"] = "auto"
+    probability_cutoff: float = field(default=0.0, metadata=_c(min=0.0, max=1.0))
+    sliding_window: int = field(default=0, metadata=_c(min=0, max=100))
+
+
+def _default_wake_models() -> dict[str, WakeModelConfig]:
+    names = ("okay_nabu", "hey_jarvis", "hey_mycroft", "alexa", "hey_rhasspy")
+    return {name: WakeModelConfig() for name in names}
+
+
+@dataclass(frozen=True)
+class WakeConfig:
+    """Wake-word detection (Wyoming wake service, WebRTC wake mode)."""
+
+    enabled: bool = True
+    models: dict[str, WakeModelConfig] = field(default_factory=_default_wake_models)
+    refractory_s: float = field(default=2.0, metadata=_c(min=0.0, max=60.0))
+    dir: str = ""
+    workers: int = field(default=1, metadata=_c(min=1, max=16))
+    max_streams: int = field(default=64, metadata=_c(min=1, max=10000))
+    command_timeout_s: float = field(default=8.0, metadata=_c(min=1.0, max=120.0))
+
+
+@dataclass(frozen=True)
 class LimitsConfig:
     """Bounds on everything that comes from outside."""
 
@@ -336,6 +410,7 @@ class Config:
     tts: TtsConfig = field(default_factory=TtsConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
     voices: VoicesConfig = field(default_factory=VoicesConfig)
+    wake: WakeConfig = field(default_factory=WakeConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     source: str = field(default="<defaults>", compare=False, metadata={"internal": True})
@@ -373,6 +448,11 @@ class Config:
     def _dir(self, configured: str, default: str) -> Path:
         """``configured`` (``~`` expanded) if set, else ``default`` in the state directory."""
         return Path(os.path.expanduser(configured)) if configured else self.state_path / default
+
+    @property
+    def wake_path(self) -> Path:
+        """Where custom wake models (.json + .tflite) are looked for."""
+        return self._dir(self.wake.dir, "wake")
 
     @property
     def tls_path(self) -> Path:
@@ -608,8 +688,37 @@ def _cross_checks(config: Config) -> None:
         )
     if bool(config.https.cert_file) != bool(config.https.key_file):
         raise _Invalid(("https", "cert_file"), "cert_file and key_file must be set together")
-    if config.llm.backend == "remote" and not config.llm.remote.base_url:
+    if config.llm.backend == "remote" and not (
+        config.llm.remote.base_url or config.llm.remote.base_urls
+    ):
         raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")
+    _remote_checks(config)
+
+
+def _remote_checks(config: Config) -> None:
+    """Remote ASR models and voices name their servers and a fallback that exists."""
+    local = [n for n, m in config.asr.models.items() if m.backend == "local"]
+    for name, m in config.asr.models.items():
+        path = ("asr", "models", name)
+        if m.backend == "remote" and not (m.remote.base_url or m.remote.base_urls):
+            raise _Invalid((*path, "remote", "base_url"), "must be set when backend is remote")
+        if m.fallback and (m.backend != "remote" or m.fallback not in local):
+            raise _Invalid(
+                (*path, "fallback"),
+                f"must name a local model of asr.models ({', '.join(local) or 'none'}) "
+                f'on a remote model, got "{m.fallback}"',
+            )
+    seen: set[str] = set()
+    for i, group in enumerate(config.tts.remote):
+        path = ("tts", "remote", str(i))
+        if not (group.base_url or group.base_urls):
+            raise _Invalid((*path, "base_url"), "must be set")
+        if not group.voices:
+            raise _Invalid((*path, "voices"), "must list at least one voice")
+        for voice in group.voices:
+            if not voice or len(voice) > 100 or voice in seen:
+                raise _Invalid((*path, "voices"), f"must be distinct names, got {voice!r}")
+            seen.add(voice)
 
 
 def parse_config(text: str, source: str = "<string>") -> Config:

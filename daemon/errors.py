@@ -15,16 +15,21 @@ STATUS: dict[str, int] = {
     "unsupported-language": 400,
     "unauthorized": 401,
     "cors-forbidden": 403,
+    "origin-forbidden": 403,
     "unknown-model": 404,
     "unknown-voice": 404,
     "voice-not-authorized": 406,
+    "header-timeout": 408,
     "voice-exists": 409,
     "audio-too-long": 413,
     "text-too-long": 413,
     "prompt-too-long": 413,
     "upload-too-large": 413,
+    "unknown-host": 421,
     "not-implemented": 501,
+    "storage-unwritable": 507,
     "llm-unavailable": 502,
+    "remote-unavailable": 502,
     "model-unavailable": 503,
     "training-unavailable": 503,
     "busy": 503,
@@ -128,6 +133,12 @@ class LlmUnavailable(HearthError):
     code = "llm-unavailable"
 
 
+class RemoteUnavailable(HearthError):
+    """Every endpoint of a remote ASR model or voice failed, and it has no fallback."""
+
+    code = "remote-unavailable"
+
+
 class RequestTimeout(HearthError):
     """A request ran past its deadline (``limits.request_timeout_s``)."""
 
@@ -156,3 +167,9 @@ class TrainingUnavailable(HearthError):
     """Voice training needs the optional training extra, or a setting, that is missing."""
 
     code = "training-unavailable"
+
+
+class StorageUnwritable(HearthError):
+    """A file under the state directory cannot be written; the message names the path."""
+
+    code = "storage-unwritable"

@@ -6,10 +6,11 @@ import json
 import sys
 from typing import Any
 
-from daemon.config import Config
+from daemon.config import Config, exposure_warnings
 from daemon.engines.hardware import plan, probe
 from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
+from daemon.ops.storage import unwritable
 from daemon.runtime.engines import engine_requests, load_engines
 
 
@@ -92,7 +93,13 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         f"{p['engine']} runs on the CPU; to put it on the GPU: {p['fix']}"
         for p in out["plan"]
         if p["fix"]
-    ]
+    ] + exposure_warnings(config)
+    # The daemon serves speech from a read-only state dir, but every write fails
+    # (voices, enrollment, training, TLS, the cache): say so before a user finds out.
+    for folder in dict.fromkeys((config.state_path, config.tts_cache_path)):
+        why = unwritable(folder)
+        if why is not None:
+            problems.append(f"storage-unwritable: cannot write in {folder} ({why})")
     if load:
         try:
             engines = load_engines(config, report)

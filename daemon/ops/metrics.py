@@ -57,6 +57,16 @@ class ObservedPool(Protocol):
 
 
 @dataclass(frozen=True)
+class RemoteGauges:
+    """Remote endpoints and the requests their fallbacks served."""
+
+    endpoints: tuple[tuple[str, str, str, bool, int, int, int], ...] = ()
+    """(kind, model, url, healthy, in flight, requests, failures) of each endpoint."""
+    fallbacks: tuple[tuple[str, str, str, int], ...] = ()
+    """(kind, model, reason, requests) served by a local fallback."""
+
+
+@dataclass(frozen=True)
 class EngineGauges:
     """What the engines look like now, as plain numbers for the scrape."""
 
@@ -66,6 +76,7 @@ class EngineGauges:
     """(engine, calls queued, calls running) of each worker pool."""
     cache: tuple[int, int, int, int, int] | None = None
     """TTS cache (hits, misses, bytes, entries, damaged entries), None without a cache."""
+    remote: RemoteGauges = field(default_factory=RemoteGauges)
 
 
 @dataclass
@@ -186,3 +197,33 @@ def _engine_metrics(engines: EngineGauges | None) -> Iterator[Metric]:
         size.add_metric([], cache_bytes)
         entries.add_metric([], count)
     yield from (hits, misses, size, entries, corrupt)
+    yield from _remote_metrics(now.remote)
+
+
+def _remote_metrics(remote: RemoteGauges) -> Iterator[Metric]:
+    labels = ["kind", "model", "endpoint"]
+    up = GaugeMetricFamily(
+        "hearth_remote_endpoint_up", "Remote endpoints in the choice (1) or down.", labels=labels
+    )
+    flight = GaugeMetricFamily(
+        "hearth_remote_in_flight", "Requests in flight to a remote endpoint.", labels=labels
+    )
+    requests = CounterMetricFamily(
+        "hearth_remote_requests", "Requests sent to a remote endpoint.", labels=labels
+    )
+    failures = CounterMetricFamily(
+        "hearth_remote_failures", "Requests a remote endpoint failed.", labels=labels
+    )
+    for kind, model, url, healthy, in_flight, sent, failed in remote.endpoints:
+        up.add_metric([kind, model, url], 1 if healthy else 0)
+        flight.add_metric([kind, model, url], in_flight)
+        requests.add_metric([kind, model, url], sent)
+        failures.add_metric([kind, model, url], failed)
+    fallbacks = CounterMetricFamily(
+        "hearth_remote_fallbacks",
+        "Requests a local fallback served because every remote endpoint failed, by reason.",
+        labels=["kind", "model", "reason"],
+    )
+    for kind, model, reason, count in remote.fallbacks:
+        fallbacks.add_metric([kind, model, reason], count)
+    yield from (up, flight, requests, failures, fallbacks)

@@ -15,6 +15,7 @@ from pathlib import Path
 from daemon.config import Config
 from daemon.errors import ConfigError
 from daemon.ops.jsonfile import write_atomic
+from daemon.ops.storage import writing
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -89,14 +90,15 @@ def _generate(cert: Path, key: Path, addresses: list[str] | None) -> None:
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .sign(private, hashes.SHA256())
     )
-    cert.parent.mkdir(parents=True, exist_ok=True)
     key_pem = private.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    write_atomic(key, key_pem, 0o600)
-    write_atomic(cert, certificate.public_bytes(serialization.Encoding.PEM))
+    with writing("the TLS certificate", cert.parent):
+        cert.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(key, key_pem, 0o600)
+        write_atomic(cert, certificate.public_bytes(serialization.Encoding.PEM))
     _LOGGER.info("Generated a self-signed certificate %s (SHA-256 %s)", cert, fingerprint(cert))
 
 

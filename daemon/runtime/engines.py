@@ -25,9 +25,19 @@ from daemon.engines.tts.cache import TtsCache
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceStore
 from daemon.engines.vad import Vad, create_vad
+from daemon.engines.wake import WakeLibrary, WakeModelSettings
 from daemon.engines.workers import WorkerPool
 from daemon.errors import HearthError, ModelUnavailable, UnknownModel
 from daemon.ops.metrics import EngineGauges
+from daemon.runtime.remote import (
+    REMOTE_ASR_THREADS,
+    endpoint_sets,
+    is_remote,
+    load_remote_asr,
+    load_remote_llm,
+    remote_fallback,
+    remote_gauges,
+)
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.pipeline import SpeechPipeline
@@ -62,6 +72,7 @@ def engine_requests(config: Config) -> list[EngineRequest]:
     requests = [
         EngineRequest(f"asr:{name}", "asr", m.device, m.compute_type, vram_mb=1000)
         for name, m in config.asr.models.items()
+        if m.backend == "local"
     ]
     requests.append(EngineRequest("tts", "tts", config.tts.device, vram_mb=400))
     if config.llm.backend == "local":
@@ -89,6 +100,14 @@ def model_keys(config: Config) -> dict[str, object]:
         (llm.model, llm.device, llm.gpu_layers, llm.context_tokens, llm.threads),
         config.models_path,
     )
+    wake = config.wake
+    keys["wake"] = (
+        wake.enabled,
+        wake.models,
+        wake.refractory_s,
+        config.wake_path,
+        wake.max_streams,
+    )
     keys["conversations"] = (llm.history_turns, llm.history_ttl_s, llm.max_conversations)
     return keys
 
@@ -105,6 +124,10 @@ class Engines:
         self.vad_pool = WorkerPool("vad", 2, limits.max_queue * 8)
         self.tts_pool = WorkerPool("tts", config.tts.workers, limits.max_queue)
         self.llm_pool = WorkerPool("llm", 1, limits.max_queue)
+        # Wake streams feed a batch every few tens of ms each: a deep queue.
+        self.wake_pool = WorkerPool("wake", config.wake.workers, config.wake.max_streams * 4)
+        self.wake: WakeLibrary | None = None
+        """Wake models (None when wake.enabled is false)."""
         self.asr: dict[str, AsrModel] = {}
         self.vad: Vad | None = None
         self.tts: TtsService | None = None
@@ -207,7 +230,7 @@ class Engines:
     @property
     def pools(self) -> tuple[WorkerPool, ...]:
         """Every worker pool."""
-        return (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool)
+        return (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool, self.wake_pool)
 
     def gauges(self) -> EngineGauges:
         """Loaded models, queues and the TTS cache, for a metrics scrape."""
@@ -218,6 +241,9 @@ class Engines:
             cache=(cache.hits, cache.misses, cache.size_bytes, len(cache), cache.corrupt)
             if cache is not None
             else None,
+            remote=remote_gauges(
+                endpoint_sets([*self.asr.values(), self.llm, self.tts and self.tts.engine])
+            ),
         )
 
     def close(self) -> None:
@@ -253,7 +279,7 @@ class _Reuse:
         """
         if self.previous is None:
             return
-        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool"):
+        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool", "wake_pool"):
             old, new = getattr(self.previous, attr), getattr(engines, attr)
             if old.workers == new.workers:
                 old.max_queue = new.max_queue
@@ -281,6 +307,8 @@ def load_engines(
         [batch_size(config.asr.max_batch, p.device) for p in placements.values() if p.kind == "asr"]
         or [1]
     )
+    if any(is_remote(config, name) for name in config.asr.models):
+        asr_batch = max(asr_batch, -(-REMOTE_ASR_THREADS // config.asr.workers))
     engines = Engines(config, asr_batch)
     engines.report = report
     reuse = _Reuse(previous, config)
@@ -291,6 +319,8 @@ def load_engines(
             log("%s: %s", placement.name, reason)
 
     for name, model_cfg in config.asr.models.items() if asr else ():
+        if model_cfg.backend == "remote":
+            continue  # after the local models: one may be its fallback
         path = resolve_whisper(model_cfg.path, config.models_path, config.asr.allow_download)
         placement = placements[f"asr:{name}"]
         kept = reuse.model(placement.name, previous.asr.get(name) if previous else None)
@@ -319,6 +349,15 @@ def load_engines(
 
         engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)
         engines.status[-1].max_batch = batch_size(config.asr.max_batch, placement.device)
+    for name in config.asr.models if asr else ():
+        if is_remote(config, name):
+            remote = load_remote_asr(config, name, engines.asr)
+            engines.asr[name] = remote
+            urls = ", ".join(endpoint_sets([remote])[0].urls)
+            reasons = [f"remote OpenAI-compatible server (fallback: {remote_fallback(remote)})"]
+            engines.status.append(
+                EngineStatus(f"asr:{name}", "asr", "remote", "-", urls, 0.0, 0.0, reasons)
+            )
 
     if asr and config.asr.partials == "auto":
         default = engines.asr[config.asr.default_model]
@@ -331,6 +370,10 @@ def load_engines(
     engines.vad = reuse.model("vad", previous.vad if previous else None) or create_vad(
         config.vad.engine, config.vad.threshold, config.vad.aggressiveness
     )
+    if config.wake.enabled:
+        engines.wake = reuse.model("wake", previous.wake if previous else None) or _load_wake(
+            config
+        )
     if tts:
         if placements["tts"].device == "cuda":
             from daemon.engines import cuda
@@ -346,6 +389,22 @@ def load_engines(
         conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
         engines.attach_llm(engine, conversations)
     return engines
+
+
+def _load_wake(config: Config) -> WakeLibrary:
+    """The wake models (CPU, TFLite): a few hundred ms for the built-in ones."""
+    began = time.perf_counter()
+    settings = {
+        name: WakeModelSettings(m.library, m.probability_cutoff, m.sliding_window)
+        for name, m in config.wake.models.items()
+    }
+    wake = WakeLibrary(
+        settings, config.wake_path, config.wake.refractory_s, config.wake.max_streams
+    )
+    _LOGGER.info(
+        "Loaded wake models %s in %.2f s", ", ".join(wake.models), time.perf_counter() - began
+    )
+    return wake
 
 
 def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
@@ -373,22 +432,10 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
 
 def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:
     if config.llm.backend == "remote":
-        from daemon.engines.llm.remote import RemoteLlm
-
-        remote = config.llm.remote
-        engine = RemoteLlm(remote.base_url, remote.model, remote.api_key, remote.timeout_s)
-        engines.status.append(
-            EngineStatus(
-                "llm",
-                "llm",
-                "remote",
-                "-",
-                remote.base_url,
-                0.0,
-                0.0,
-                ["remote OpenAI-compatible server"],
-            )
-        )
+        engine = load_remote_llm(config, engines.llm_pool)
+        urls = ", ".join(endpoint_sets([engine])[0].urls)
+        reasons = [f"remote OpenAI-compatible server (fallback: {remote_fallback(engine)})"]
+        engines.status.append(EngineStatus("llm", "llm", "remote", "-", urls, 0.0, 0.0, reasons))
         return engine
     assert placement is not None
     path = resolve_gguf(config.llm.model, config.models_path, config.asr.allow_download)

@@ -26,6 +26,8 @@ async def warm_up(engines: Engines, previous: Engines | None = None) -> None:
     """
     silence = np.zeros(16000, dtype=np.float32)
     for name, model in engines.asr.items():
+        if model.device == "remote":
+            continue  # nothing to warm here; its server may come up later
         if previous is None or previous.asr.get(name) is not model:
             await engines.asr_pool.run(model.transcribe, silence, TranscribeOptions())
     old_tts = previous.tts if previous is not None else None

@@ -57,6 +57,10 @@ class SessionSettings:
     endpoint: EndpointConfig = EndpointConfig()
     padding_s: float = 0.24
     """Audio kept before speech onset and after speech end when trimming."""
+    speculative_padding_s: float | None = None
+    """Trailing audio a speculative decode waits for (None: all of ``padding_s``). A
+    client that ends the audio itself (push-to-talk) may speculate on less: the decode
+    is kept as long as no more speech follows, whatever silence arrives after it."""
     partial_interval_s: float = 0.6
     """New audio between two partial decodes."""
     max_audio_s: float = 60.0
@@ -78,7 +82,8 @@ class SessionOptions:
 @dataclass
 class _Decode:
     start: int
-    end: int
+    speech_end: int
+    """Where the speech ended (stream samples): the decode holds while it is the same."""
     task: asyncio.Task[Transcript]
 
 
@@ -273,15 +278,22 @@ class SpeechSession:
         ep = self.endpointer
         if rng is None or ep.speech_end_s is None:
             return
-        # Wait until the trailing padding has arrived so the range is final.
-        pad_end = int(ep.speech_end_s * RATE) + int(self.settings.padding_s * RATE)
-        if self.samples < pad_end:
+        # Wait until the trailing padding has arrived (or as much as the settings ask).
+        speech_end = int(ep.speech_end_s * RATE)
+        wait_s = self.settings.padding_s
+        if self.settings.speculative_padding_s is not None:
+            wait_s = min(wait_s, self.settings.speculative_padding_s)
+        if self.samples < speech_end + int(wait_s * RATE):
             return
-        if self._spec is not None and (self._spec.start, self._spec.end) == rng:
-            return
+        if self._spec is not None and (self._spec.start, self._spec.speech_end) == (
+            rng[0],
+            speech_end,
+        ):
+            return  # only silence arrived since: the decode in flight still holds
         self._discard_speculation()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        spec = _Decode(rng[0], rng[1], self._decode(self._slice(*rng), self.options.transcribe))
+        task = self._decode(self._slice(*rng), self.options.transcribe)
+        spec = _Decode(rng[0], speech_end, task)
         self._spec = spec
         speech_ms = int((rng[1] - rng[0]) * 1000 / RATE)
 
@@ -296,7 +308,9 @@ class SpeechSession:
 
     def _discard_speculation(self) -> None:
         if self._spec is not None:
-            # The worker thread cannot be interrupted; its result is ignored.
+            # A decode still queued is dropped, so the next one does not wait behind it;
+            # one already in a worker thread cannot be interrupted and its result is ignored.
+            self._spec.task.cancel()
             self._spec.task.add_done_callback(_consume_result)
             self._spec = None
             self._emit(SpeculationDiscarded())
@@ -394,7 +408,14 @@ class SpeechSession:
         if rng is None:
             self._discard_speculation()
             return FinalTranscript("", self.language, audio_ms, 0, 0.0)
-        speculative = self._spec is not None and (self._spec.start, self._spec.end) == rng
+        ep = self.endpointer
+        speech_end = int((ep.speech_end_s or 0.0) * RATE)
+        # The speculative decode holds when no speech followed it: more silence after it
+        # (up to the padding) changes nothing a decode would hear.
+        speculative = self._spec is not None and (self._spec.start, self._spec.speech_end) == (
+            rng[0],
+            speech_end,
+        )
         if speculative:
             assert self._spec is not None
             task = self._spec.task

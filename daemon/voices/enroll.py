@@ -34,6 +34,7 @@ from daemon.engines.vad.base import Vad
 from daemon.errors import InvalidAudio, InvalidRequest
 from daemon.ops.jsonfile import read_json, write_atomic, write_json
 from daemon.ops.locks import exclusive
+from daemon.ops.storage import writing
 from daemon.voices.prompts import current_prompts
 
 _LOGGER = logging.getLogger(__name__)
@@ -266,7 +267,7 @@ class Enrollment:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """One writer at a time: threads of this process and other processes (CLI)."""
-        with exclusive(self.folder / ".lock"):
+        with writing(f"{self.name}'s recordings", self.folder), exclusive(self.folder / ".lock"):
             yield
 
     def save(self, take_id: str | None, entry: dict[str, Any], audio: np.ndarray) -> str:

@@ -28,6 +28,7 @@ from daemon.engines.tts.voices import VoiceStore, check_name
 from daemon.errors import Busy, InvalidRequest, TrainingUnavailable, VoiceExists
 from daemon.ops.jsonfile import read_json, write_json
 from daemon.ops.locks import exclusive
+from daemon.ops.storage import writing
 from daemon.voices.enroll import DATASET_RATE, Enrollment
 from daemon.voices.train_job import CANCEL, JOB, PROGRESS
 
@@ -103,7 +104,7 @@ class Training:
     def _exclusive(self) -> Iterator[None]:
         """An exclusive lock over every job (threads of this process and other
         processes such as the CLI)."""
-        with exclusive(self.root / ".lock"):
+        with writing("the training jobs", self.root), exclusive(self.root / ".lock"):
             yield
 
     def _start_locked(

@@ -32,6 +32,7 @@ export const DEFAULTS = Object.freeze({
   speak: true, // speak the reply with Hearth's TTS
   voice: "", // empty: Hearth's default voice
   language: "", // empty: Whisper's model default
+  wake_word: "", // hands-free only: e.g. okay_nabu; empty: every utterance is heard
 });
 const CHOICES = {
   mode: ["push-to-talk", "hands-free"],
@@ -39,11 +40,31 @@ const CHOICES = {
   ha_api: ["pipeline", "conversation"],
 };
 
+/** A short two-note chime (Web Audio): the wake word was heard. */
+function chime() {
+  try {
+    const ctx = chime.ctx || (chime.ctx = new AudioContext());
+    [880, 1320].forEach((freq, i) => {
+      const osc = ctx.createOscillator();
+      const gain = ctx.createGain();
+      const at = ctx.currentTime + i * 0.12;
+      osc.frequency.value = freq;
+      gain.gain.setValueAtTime(0.15, at);
+      gain.gain.exponentialRampToValueAtTime(0.001, at + 0.25);
+      osc.connect(gain).connect(ctx.destination);
+      osc.start(at);
+      osc.stop(at + 0.25);
+    });
+  } catch {
+    /* no audio output: the card's text still says it */
+  }
+}
+
 /** Check a card configuration; returns it with defaults filled in, or throws. */
 export function normalizeConfig(config) {
   if (!config || typeof config !== "object") throw new Error("Hearth card: the configuration must be a mapping");
   const out = { ...DEFAULTS, ...config };
-  for (const key of ["title", "url", "api_key", "pipeline_id", "agent_id", "voice", "language"]) {
+  for (const key of ["title", "url", "api_key", "pipeline_id", "agent_id", "voice", "language", "wake_word"]) {
     if (out[key] === null || out[key] === undefined) out[key] = "";
     if (typeof out[key] !== "string") throw new Error(`Hearth card: '${key}' must be text`);
   }
@@ -207,7 +228,7 @@ class HearthVoiceCard extends HTMLElement {
       this._start();
     } else if (previous && this.client) {
       if (previous.mode !== next.mode) this._paused = false;
-      const options = ["mode", "agent", "speak", "voice", "language"];
+      const options = ["mode", "agent", "speak", "voice", "language", "wake_word"];
       if (options.some((key) => previous[key] !== next[key])) this._applyMode(true);
     } else {
       this._start();
@@ -291,6 +312,7 @@ class HearthVoiceCard extends HTMLElement {
     on("partial", (d) => this._showYou(d.text, true));
     on("final", (d) => this._onFinal(d));
     on("vad", (d) => this._onVad(d.speech));
+    on("wake", (d) => this._onWake(d));
     on("reply", (d) => this._onReply(d));
     on("audio", (d) => this._onAudio(d.stream));
     on("error", (d) => this._showError(d.code, d.message));
@@ -329,10 +351,19 @@ class HearthVoiceCard extends HTMLElement {
     if (speech) this._asking += 1; // talking again: an answer on its way is stale
   }
 
+  /** Wake mode: "listening for 'okay nabu'" while waiting; a chime when it is heard. */
+  _onWake(wake) {
+    this._wakeHeard = wake.event === "detected";
+    this._wakePhrase = wake.phrase || this._config.wake_word;
+    if (this._wakeHeard) chime();
+    this._renderButton();
+  }
+
   _hearthOptions() {
     const config = this._config;
     const options = {};
     if (config.language) options.language = config.language;
+    if (config.wake_word && config.mode === "hands-free") options.wake_word = config.wake_word;
     if (config.agent === "hearth") {
       options.reply = true;
       options.speak = config.speak;
@@ -608,8 +639,10 @@ class HearthVoiceCard extends HTMLElement {
     talk.innerHTML = icon(paused ? MIC_OFF : MIC);
     const label = handsFree ? (paused ? "Paused: tap to listen" : "Listening: tap to pause") : "Hold to talk";
     talk.title = label;
+    const wake = handsFree && this._config.wake_word && !paused;
+    const phrase = (this._wakePhrase || this._config?.wake_word || "").replace(/_/g, " ").toLowerCase();
     this._els.you.dataset.placeholder = handsFree
-      ? paused ? "Paused" : "Say something…"
+      ? paused ? "Paused" : wake && !this._wakeHeard ? `Listening for “${phrase}”` : "Say something…"
       : "Hold the button and speak";
     talk.setAttribute("aria-label", label);
     if (handsFree) talk.setAttribute("aria-pressed", String(!paused));
@@ -692,6 +725,7 @@ const FIELDS = [
   { key: "speak", label: "Speak the reply with Hearth's TTS", type: "checkbox" },
   { key: "voice", label: "Voice", type: "select", when: (c) => c.speak !== false, options: [["", "Hearth's default voice"]] },
   { key: "language", label: "Language of speech (empty: the model's default)", type: "text", placeholder: "en" },
+  { key: "wake_word", label: "Wake word, hands-free only (e.g. okay_nabu; empty: none)", type: "text", placeholder: "okay_nabu" },
 ];
 
 class HearthVoiceCardEditor extends HTMLElement {

@@ -219,8 +219,15 @@ export class HearthClient extends EventTarget {
       case "log":
         this._emit("log", { message: message.message || "" });
         break;
+      case "wake":
+        // Wake mode: {event: "detected" | "waiting", name, phrase}.
+        this._emit("wake", obj);
+        break;
+      case "state":
+        if (obj.wake) this._emit("wake", { event: "waiting", ...obj.wake });
+        break;
       default:
-        break; // pong, state: nothing to show
+        break; // pong: nothing to show
     }
   }
 

@@ -46,7 +46,29 @@ function startHandsFreeOnConnect(c) {
 }
 
 function options() {
-  return { reply: $("speak").checked, partials: true };
+  const wake = $("wake-word").value;
+  // Hands-free with a wake word: only what follows the word is transcribed.
+  return { reply: $("speak").checked, partials: true, ...(wake ? { wake_word: wake } : {}) };
+}
+
+// A short two-note chime when the wake word is heard (no audio file needed).
+function chime() {
+  try {
+    const ctx = chime.ctx || (chime.ctx = new AudioContext());
+    [880, 1320].forEach((freq, i) => {
+      const osc = ctx.createOscillator();
+      const gain = ctx.createGain();
+      const at = ctx.currentTime + i * 0.12;
+      osc.frequency.value = freq;
+      gain.gain.setValueAtTime(0.15, at);
+      gain.gain.exponentialRampToValueAtTime(0.001, at + 0.25);
+      osc.connect(gain).connect(ctx.destination);
+      osc.start(at);
+      osc.stop(at + 0.25);
+    });
+  } catch (err) {
+    /* no audio output: the text below still says it */
+  }
 }
 
 function connect() {
@@ -56,6 +78,12 @@ function connect() {
   if (handsFreeOnConnect) startHandsFreeOnConnect(client);
   client.addEventListener("partial", (e) => ($("partial").textContent = e.detail.text));
   client.addEventListener("vad", (e) => $("vad").classList.toggle("on", e.detail.speech));
+  client.addEventListener("wake", (e) => {
+    const { event, phrase } = e.detail;
+    if (event === "detected") chime();
+    $("wake-state").textContent =
+      event === "detected" ? "listening…" : `listening for “${phrase}”`;
+  });
   client.addEventListener("final", (e) => {
     $("partial").textContent = "";
     if (!e.detail.text) return;
@@ -114,6 +142,7 @@ $("handsfree").addEventListener("change", (e) => {
   if (!client) return;
   if (e.target.checked) client.listen(options()).catch((err) => notice(err.message));
   else client.mute();
+  if (!e.target.checked) $("wake-state").textContent = "";
   talk.disabled = e.target.checked;
 });
 

@@ -1,16 +1,19 @@
 """The HTTP application: health, docs, and the protocol routers.
 
 Every route but ``/api/ping`` and ``/healthz`` needs the API key when
-``auth.api_key`` is set (see :mod:`protocols.http.auth`), the docs included.
-Only the Home Assistant card's routes are open to other origins
-(``http.cors_origins``, see :mod:`protocols.http.cors`).
+``auth.api_key`` is set (see :mod:`protocols.http.auth`), the docs included;
+``/healthz`` then tells only its status to requests without the key. Only the Home
+Assistant card's routes are open to other origins (``http.cors_origins``, see
+:mod:`protocols.http.cors`); browsers on other sites may change nothing
+(:mod:`protocols.http.origin`). The OpenAPI schema lists every error status with
+its codes.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
@@ -24,9 +27,11 @@ from protocols.http import (
     willow_chat,
     willow_speech,
 )
-from protocols.http.auth import require_api_key
+from protocols.http.auth import has_api_key, require_api_key
 from protocols.http.common import BodyLimit, ServiceView
 from protocols.http.cors import CardCors
+from protocols.http.errors import error_responses, without_validation_422
+from protocols.http.origin import OriginGuard
 
 if TYPE_CHECKING:
     from protocols.webrtc.manager import RtcManager
@@ -50,23 +55,28 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, service=service)
     # Around BodyLimit: counts 413s too. In-flight tracking stays on with metrics off.
     metrics.install(app, service, expose=service.config.metrics.enabled)
-    # Outermost: the card's CORS headers go on every response, errors included.
+    # The card's CORS headers go on every response, errors included.
     app.add_middleware(CardCors, service=service)
+    # Outermost: a cross-site request is refused before anything else runs.
+    app.add_middleware(OriginGuard, service=service)
+    shared = error_responses()
 
     @app.get("/api/ping", tags=["health"])
     async def ping() -> dict[str, str]:
         """Liveness check, as the Willow Inference Server answers it."""
         return {"message": "pong"}
 
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> JSONResponse:
-        """Engines, devices and versions; 503 until every engine is loaded."""
+    @app.get("/healthz", tags=["health"], responses={503: shared[503]})
+    async def healthz(request: Request) -> JSONResponse:
+        """Engines, devices and versions (with the key, when one is set); 503 until loaded."""
         ready, details = service.health()
+        if not has_api_key(request):  # versions and paths help an attacker: status only
+            details = {"status": details.get("status", "")}
         return JSONResponse(details, status_code=200 if ready else 503)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
     async def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
+        return JSONResponse(without_validation_422(app.openapi()))
 
     @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_api_key)])
     async def docs() -> HTMLResponse:
@@ -74,6 +84,7 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
 
     from protocols.webrtc import pages, routes
 
-    for module in (willow, willow_speech, willow_chat, openai_api, voices_api, routes, pages):
-        app.include_router(module.router)
+    for module in (willow, willow_speech, willow_chat, voices_api, routes, pages):
+        app.include_router(module.router, responses=shared)
+    app.include_router(openai_api.router, responses=error_responses(openai=True))
     return app

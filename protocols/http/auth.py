@@ -58,6 +58,12 @@ def offers_key_header(headers: Mapping[str, str]) -> bool:
     return bool((headers.get("x-api-key") or "").strip()) or scheme.lower() == "bearer"
 
 
+def has_api_key(conn: HTTPConnection) -> bool:
+    """True when no key is configured or the request offers the configured one."""
+    expected = conn.app.state.service.config.auth.api_key
+    return not expected or key_matches(expected, offered_keys(conn.headers))
+
+
 def check_api_key(conn: HTTPConnection) -> None:
     """Raise 401 unless the configured key is offered (no key configured: allow).
 

@@ -10,10 +10,12 @@ caller's dialect: OpenAI's ``{"error": {"message", "type", "code"}}`` under
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from daemon.errors import STATUS as STATUS  # re-exported: the one code-to-status table
@@ -23,6 +25,59 @@ _LOGGER = logging.getLogger(__name__)
 
 WILLOW_AUDIO_ERROR = "Invalid audio"
 """The exact text Willow Inference Server answers for audio it cannot use."""
+
+
+EDGE_STATUS: dict[str, int] = {
+    "not-found": 404,
+    "method-not-allowed": 405,
+    "uri-too-long": 414,
+}
+"""Codes only the HTTP edge answers (no route, wrong method, a URL past 65000 bytes)."""
+
+
+class WillowErrorBody(BaseModel):
+    """An error everywhere but ``/v1``: Willow devices show ``error``."""
+
+    error: str
+    code: str
+    """A stable kebab-case code (``daemon.errors.STATUS``)."""
+    detail: str
+
+
+class OpenAiErrorDetail(BaseModel):
+    """OpenAI's error object."""
+
+    message: str
+    type: str
+    code: str
+    param: str | None = None
+
+
+class OpenAiErrorBody(BaseModel):
+    """An error under ``/v1``, as OpenAI clients read it."""
+
+    error: OpenAiErrorDetail
+
+
+def error_responses(openai: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` for every error status a route may answer, with its codes."""
+    by_status: dict[int, list[str]] = {}
+    for code, status in sorted((STATUS | EDGE_STATUS).items(), key=lambda item: item[1]):
+        by_status.setdefault(status, []).append(code)
+    model = OpenAiErrorBody if openai else WillowErrorBody
+    return {
+        status: {"description": "Error codes: " + ", ".join(codes), "model": model}
+        for status, codes in by_status.items()
+    }
+
+
+def without_validation_422(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop FastAPI's automatic 422 from every operation: invalid requests get 400."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    return schema
 
 
 class HttpError(HearthError):

@@ -1,6 +1,8 @@
 """The HTTP(S) listener: uvicorn serving the app on ``http.port`` (and ``https.port``).
 
-It starts before the engines load, so that ``/healthz`` answers 503 meanwhile. On
+It starts before the engines load, so that ``/healthz`` answers 503 meanwhile. A
+request head must arrive within ``http.header_timeout_s`` and each server holds at
+most ``http.max_connections`` connections (see :mod:`protocols.patches.uvicorn`). On
 stop, every server stops accepting and requests in flight get the grace period
 (uvicorn's ``timeout_graceful_shutdown``), then the rest are cancelled.
 """
@@ -74,16 +76,20 @@ class HttpListener:
             timeout_graceful_shutdown=math.ceil(self.config.limits.shutdown_grace_s),
         )
 
+    def _server(self, config: Any) -> DaemonServer:
+        http = self.config.http
+        return DaemonServer(config, http.header_timeout_s, http.max_connections)
+
     async def start(self) -> None:
         """Bind HTTP (and HTTPS); returns once every server is bound."""
         http = self.config.http
-        self._servers = [DaemonServer(self._uvicorn_config(http.port))]
+        self._servers = [self._server(self._uvicorn_config(http.port))]
         if self.config.https.enabled:
             from daemon.ops.tls import certificate_files, fingerprint
 
             cert, key = await asyncio.to_thread(certificate_files, self.config)
             self._servers.append(
-                DaemonServer(self._uvicorn_config(self.config.https.port, cert, key))
+                self._server(self._uvicorn_config(self.config.https.port, cert, key))
             )
             _LOGGER.info(
                 "HTTPS on https://%s:%d (certificate %s, SHA-256 %s)",
@@ -131,8 +137,10 @@ class HttpListener:
                 task.cancel()
 
     def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
-        """Routes read the live config per request; only the drain check is new."""
+        """Routes read the live config per request; the connection limits apply at once."""
         self.config = config
+        for server in self._servers:
+            server.set_limits(config.http.header_timeout_s, config.http.max_connections)
         if engines is None:
             return lambda: True
         # Requests that began before this generation run on the previous engines.

@@ -27,6 +27,7 @@ from daemon.audio.pcm import AudioFormat
 from daemon.config import Config
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.errors import InvalidAudio
+from daemon.ops.storage import writing
 from daemon.runtime.engines import Engines
 from daemon.speech.events import FinalTranscript
 from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
@@ -174,10 +175,11 @@ def save_upload(config: Config, fmt: AudioFormat, parts: list[bytes]) -> Path:
         if config.willow.save_dir
         else config.state_path / "saved_audio"
     )
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"willow-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.wav"
-    # 0600: recordings of the household are for the daemon's user only.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with writing("saved Willow audio", folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        # 0600: recordings of the household are for the daemon's user only.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "wb") as raw, wave.open(raw, "wb") as out:
         out.setnchannels(fmt.channels)
         out.setsampwidth(fmt.width)

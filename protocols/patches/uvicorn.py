@@ -6,6 +6,15 @@
   (``GET /api/tts?text=Turn on the light. HTTP/1.1``), which httptools refuses with
   400. The request line is repaired (:func:`protocols.http.requestline.repair_request_line`)
   before httptools parses it, as nginx in front of WIS tolerated it.
+- **A deadline on request heads, and a cap on connections**
+  (``HttpToolsProtocol.connection_made``/``data_received``/``on_message_begin``/
+  ``on_headers_complete``/``on_message_complete``/``connection_lost``): uvicorn
+  bounds only the wait between requests (``timeout_keep_alive``); a client that sends
+  half a request line is held forever, and every such connection stays open. A
+  request head not complete within ``http.header_timeout_s`` of its first byte (or of
+  the connection) gets 408 and the connection is closed; a connection beyond
+  ``http.max_connections`` gets 503 at once.
+  (uvicorn's ``limit_concurrency`` answers 503 only once a complete head arrives.)
 - **No signal handling** (``Server.capture_signals``): uvicorn installs its own
   SIGTERM/SIGINT handlers and re-raises the signal after shutting down, which ends
   the process with the signal's status. The service owns those signals (a stop on
@@ -14,7 +23,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -22,6 +33,7 @@ from collections.abc import Iterator
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from protocols.http.errors import error_body
 from protocols.http.requestline import MAX_TARGET, repair_request_line, too_long_response
 from protocols.patches import Patch, usable
 
@@ -69,15 +81,149 @@ CAPTURE_SIGNALS = Patch(
     VERSIONS,
     "uvicorn may handle SIGTERM itself: HTTP stops alone and the exit status is the signal's",
 )
-PATCHES = (DATA_RECEIVED, MESSAGE_BEGIN, MESSAGE_COMPLETE, STARTUP, CAPTURE_SIGNALS)
+_GUARD = "half-sent request heads hold their connections forever, and connections are not capped"
+CONNECTION_MADE = Patch(
+    "uvicorn",
+    "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol.connection_made",
+    ("self", "transport"),
+    False,
+    VERSIONS,
+    _GUARD,
+)
+CONNECTION_LOST = Patch(
+    "uvicorn",
+    "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol.connection_lost",
+    ("self", "exc"),
+    False,
+    VERSIONS,
+    _GUARD,
+)
+HEADERS_COMPLETE = Patch(
+    "uvicorn",
+    "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol.on_headers_complete",
+    ("self",),
+    False,
+    VERSIONS,
+    _GUARD,
+)
+PATCHES = (
+    DATA_RECEIVED,
+    MESSAGE_BEGIN,
+    MESSAGE_COMPLETE,
+    STARTUP,
+    CAPTURE_SIGNALS,
+    CONNECTION_MADE,
+    CONNECTION_LOST,
+    HEADERS_COMPLETE,
+)
 LENIENT_PATCHES = (DATA_RECEIVED, MESSAGE_BEGIN, MESSAGE_COMPLETE, STARTUP)
+GUARD_PATCHES = (
+    CONNECTION_MADE,
+    CONNECTION_LOST,
+    HEADERS_COMPLETE,
+    MESSAGE_BEGIN,
+    MESSAGE_COMPLETE,
+    DATA_RECEIVED,
+    STARTUP,
+)
 
 
-class LenientHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, with each request line repaired before parsing."""
+def raw_error(status: int, reason: str, code: str, message: str, retry: bool = False) -> bytes:
+    """A complete JSON error response that closes the connection, as the app would answer."""
+    body = json.dumps(error_body("", code, message)).encode()
+    retry_after = b"retry-after: 1\r\n" if retry else b""
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+        b"%sconnection: close\r\n\r\n%s" % (status, reason.encode(), len(body), retry_after, body)
+    )
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline on each request head and a connection cap.
+
+    The limits are class attributes: :class:`DaemonServer` makes a subclass per server
+    with the configured values (0 turns a limit off).
+    """
+
+    header_timeout_s: float = 0.0
+    """Seconds from a connection, or from a request's first byte, to its complete head."""
+    max_connections: int = 0
+    """Most connections open at once on this server."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._awaiting_head = True
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Refuse the connection over the cap; otherwise start the head's deadline."""
+        super().connection_made(transport)
+        if self.max_connections and len(self.connections) > self.max_connections:
+            _LOGGER.warning("HTTP connection refused: %d already open", len(self.connections) - 1)
+            message = f"too many connections (http.max_connections is {self.max_connections})"
+            transport.write(raw_error(503, "Service Unavailable", "busy", message, retry=True))
+            transport.close()
+            return
+        self._arm_head_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        """The first bytes of a request (after a keep-alive wait) start its deadline."""
+        self._start_head_clock()
+        super().data_received(data)
+
+    def _start_head_clock(self) -> None:
+        if self._awaiting_head and self._head_deadline is None:
+            self._arm_head_deadline()
+
+    def on_message_begin(self) -> None:
+        """A request starts (also one pipelined behind the previous): time its head."""
+        self._start_head_clock()
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        """The head is in: the route's own deadlines apply from here."""
+        self._awaiting_head = False
+        self._cancel_head_deadline()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        """The next bytes start a new request head."""
+        super().on_message_complete()
+        self._awaiting_head = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Nothing more to time."""
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        if self.header_timeout_s > 0:
+            self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_late)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        """The head did not arrive in time: answer 408 and close."""
+        self._head_deadline = None
+        if not self._awaiting_head or self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A pipelined head behind a response still being sent: wait for that response.
+            self._arm_head_deadline()
+            return
+        message = f"the request head took longer than {self.header_timeout_s:g} s"
+        self.transport.write(raw_error(408, "Request Timeout", "header-timeout", message))
+        self.transport.close()
+
+
+class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
+    """uvicorn's httptools protocol, with each request line repaired before parsing."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
         self._at_request_line = True
         self._held = bytearray()
 
@@ -96,6 +242,7 @@ class LenientHttpToolsProtocol(HttpToolsProtocol):
 
         A request pipelined into the same read as the previous one is parsed as is.
         """
+        self._start_head_clock()  # also while the line is held here
         if self._at_request_line:
             scan_from = max(0, len(self._held) - 1)  # only new bytes (and a split CRLF)
             self._held += data
@@ -120,15 +267,43 @@ class LenientHttpToolsProtocol(HttpToolsProtocol):
 
 
 class DaemonServer(uvicorn.Server):
-    """A uvicorn server that leaves signals to the service and repairs request lines."""
+    """A uvicorn server that leaves signals to the service, repairs request lines,
+    times request heads and caps connections."""
+
+    def __init__(
+        self, config: uvicorn.Config, header_timeout_s: float = 0.0, max_connections: int = 0
+    ) -> None:
+        super().__init__(config)
+        self.header_timeout_s = header_timeout_s
+        self.max_connections = max_connections
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """Start listening, with request lines repaired (see LenientHttpToolsProtocol)."""
+        """Start listening with the protocol subclasses above, where they fit."""
         # "auto" resolves to HttpToolsProtocol itself when httptools is installed.
-        lenient = all(usable(patch) for patch in LENIENT_PATCHES)
-        if lenient and getattr(self.config, "http_protocol_class", None) is HttpToolsProtocol:
-            self.config.http_protocol_class = LenientHttpToolsProtocol
+        if getattr(self.config, "http_protocol_class", None) is HttpToolsProtocol:
+            lenient = all(usable(patch) for patch in LENIENT_PATCHES)
+            guarded = all(usable(patch) for patch in GUARD_PATCHES)
+            base = LenientHttpToolsProtocol if lenient else GuardedHttpToolsProtocol
+            limits = {
+                "header_timeout_s": self.header_timeout_s if guarded else 0.0,
+                "max_connections": self.max_connections if guarded else 0,
+            }
+            self.config.http_protocol_class = type(base.__name__, (base,), limits)
         await super().startup(sockets)
+
+    def set_limits(self, header_timeout_s: float, max_connections: int) -> None:
+        """Apply new limits to the connections made from now on (a reload)."""
+        self.header_timeout_s = header_timeout_s
+        self.max_connections = max_connections
+        protocol = getattr(self.config, "http_protocol_class", None)
+        guarded = all(usable(patch) for patch in GUARD_PATCHES)
+        if (
+            guarded
+            and isinstance(protocol, type)
+            and issubclass(protocol, GuardedHttpToolsProtocol)
+        ):
+            protocol.header_timeout_s = header_timeout_s
+            protocol.max_connections = max_connections
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -4,11 +4,13 @@ Client → server (WIS): ``start``, ``stop`` (``obj{model, beam_size,
 detect_language}``), ``ping``. Hearth adds ``listen`` / ``mute`` (hands-free),
 ``obj{reply, speak, voice, language}`` in ``start`` / ``listen``, and ``say``
 (``obj{text, voice}``): speak text that came from elsewhere (Home Assistant's
-conversation agent) over the session's reply track.
+conversation agent) over the session's reply track. ``listen`` with
+``obj{wake_word}`` is wake mode: each utterance must follow the wake word.
 
 Server → client (WIS): ``infer`` (``obj{text}``), ``log``, ``error``, ``pong``.
 Hearth adds ``partial`` (``obj{text}``), ``vad`` (``obj{speech}``), ``reply``
-(``obj{text}``, and ``obj{done: true}`` at its end) and ``state``.
+(``obj{text}``, and ``obj{done: true}`` at its end), ``state`` and, in wake mode,
+``wake`` (``obj{event: "detected" | "waiting", name, phrase}``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Command:
     text: str = ""
     say: str = ""
     """What ``say`` speaks (its length is checked against the TTS limit)."""
+    wake_word: str | None = None
+    """``listen`` only: wait for this wake model before each utterance (wake mode)."""
 
 
 def parse(raw: str | bytes) -> Command:
@@ -95,6 +99,9 @@ def parse(raw: str | bytes) -> Command:
         raise InvalidRequest("obj.text must be a string")
     if kind == "say" and not say.strip():
         raise InvalidRequest("'say' needs obj.text to speak")
+    wake_word = obj.get("wake_word")
+    if wake_word is not None and (not isinstance(wake_word, str) or len(wake_word) > 64):
+        raise InvalidRequest("obj.wake_word must be a wake model name (at most 64 characters)")
     text = data.get("message") if isinstance(data.get("message"), str) else ""
     return Command(
         type=kind,
@@ -107,6 +114,7 @@ def parse(raw: str | bytes) -> Command:
         voice=voice,
         text=str(text)[:200],
         say=say,
+        wake_word=wake_word or None,
     )
 
 

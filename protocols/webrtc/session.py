@@ -32,6 +32,7 @@ from daemon.runtime.engines import Engines
 from daemon.speech import events as ev
 from daemon.speech.pipeline import PipelineRun
 from daemon.speech.session import SessionOptions, SpeechSession
+from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNote
 from protocols.patches.aiortc import ignore_bye
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
@@ -57,7 +58,9 @@ class RtcSession:
         self.reply_track = ReplyTrack()
         self.channel: Any = None
         self.mode = "idle"
-        """idle, push-to-talk or hands-free."""
+        """idle, push-to-talk, hands-free or wake (hands-free after a wake word)."""
+        self.wake: WakeGate | None = None
+        """Wake mode: the gate in front of the speech session."""
         self.speech: SpeechSession | None = None
         self.run: PipelineRun | None = None
         self.command: Command | None = None
@@ -106,7 +109,9 @@ class RtcSession:
         next frame is heard, so a reload need not wait for it.
         """
         speech = self.speech
-        hearing = speech is not None and (self.mode != "hands-free" or speech.in_utterance)
+        hearing = speech is not None and (
+            self.mode not in ("hands-free", "wake") or speech.in_utterance
+        )
         replying = self._reply is not None and not self._reply.done()
         return hearing or self.run is not None or replying or self.reply_track.playing
 
@@ -151,9 +156,12 @@ class RtcSession:
             if speech is None:
                 continue  # between utterances: nothing listens
             try:
-                if self._engines_changed and self.mode == "hands-free":
+                if self._engines_changed and self.mode in ("hands-free", "wake"):
                     speech = await self._renew_speech(speech)
                 fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
+                if self.wake is not None:
+                    self._send_wake(await self.wake.feed(fmt, pcm))
+                    continue
                 speech.start(fmt)
                 await speech.feed(pcm)
             except HearthError as exc:
@@ -180,6 +188,8 @@ class RtcSession:
         model, options = self._speech_setup
         renewed = self._engines().new_session(model, options)
         self.speech = renewed
+        if self.wake is not None:
+            self.wake.speech = renewed
         # The old session's stream ends after what it already holds; its reader drains it.
         self._listener = self._spawn(self._listen(renewed, hands_free=True), "listen")
         await speech.close()
@@ -201,6 +211,13 @@ class RtcSession:
             _LOGGER.exception("[%s] speech events failed", self.id)
             if self.speech is speech:
                 await self._intake_failed()
+
+    def _send_wake(self, notes: list[WakeNote]) -> None:
+        """Tell the page the word was heard (it may chime) or that it waits again."""
+        for note in notes:
+            detected = isinstance(note, WakeDetected)
+            obj = {"event": "detected" if detected else "waiting", "name": note.name}
+            self.send(messages.message("wake", obj | {"phrase": note.phrase}))
 
     def _forward(self, event: ev.PipelineEvent) -> None:
         if isinstance(event, ev.VoiceStarted):
@@ -361,13 +378,21 @@ class RtcSession:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")
             if engines.tts is not None and command.speak:
                 engines.tts.check_voice(SynthesisOptions(voice=command.voice))
+        gate_listener = await self._wake_listener(engines, command, hands_free)
         await self._end_speech()
         self._barge_in()  # talking again stops the reply that is playing
         self.command = command
         self.speech = engines.new_session(model, options)
+        if gate_listener is not None and engines.wake is not None:
+            info = engines.wake.models[gate_listener.stream.names[0]]
+            self.wake = WakeGate(
+                gate_listener, self.speech, info, engines.config.wake.command_timeout_s
+            )
         self._speech_setup = (model, options)
         self._engines_changed = False
         self.mode = "hands-free" if hands_free else "push-to-talk"
+        if self.wake is not None:
+            self.mode = "wake"
         if command.reply and not hands_free and engines.pipeline is not None:
             # Read from now on, so that the reply can start on the speculative transcript.
             self.run = engines.pipeline.start(
@@ -379,7 +404,28 @@ class RtcSession:
             self._listener = self._spawn(self._play(self.run), "listen")
         else:
             self._listener = self._spawn(self._listen(self.speech, hands_free), "listen")
-        self.send(messages.message("state", {"mode": self.mode}))
+        state: dict[str, Any] = {"mode": self.mode}
+        if self.wake is not None:
+            state["wake"] = {"name": self.wake.model.name, "phrase": self.wake.model.phrase}
+        self.send(messages.message("state", state))
+
+    async def _wake_listener(
+        self, engines: Engines, command: Command, hands_free: bool
+    ) -> WakeListener | None:
+        """Wake mode's detector, before anything stops (an unknown word fails first)."""
+        name = command.wake_word
+        if name is None:
+            return None
+        if not hands_free:
+            raise InvalidRequest("a wake word goes with 'listen', not 'start'")
+        wake = engines.wake
+        if wake is None:
+            raise InvalidRequest("wake-word detection is not enabled (wake.enabled)")
+        await engines.wake_pool.run(wake.refresh)
+        wake.check_names([name])
+        stream = await engines.wake_pool.run(wake.stream, [name])
+        limits = engines.config.limits
+        return WakeListener(stream, engines.wake_pool, limits.max_sample_rate, limits.max_channels)
 
     async def _stop(self, command: Command) -> None:
         speech, run = self.speech, self.run
@@ -400,14 +446,30 @@ class RtcSession:
                 self._reply.cancel()
             self.reply_track.clear()
             self._reply = listener
+        # The final decode runs beside the message loop: a 'start' right after this
+        # 'stop' must take the microphone at once. Awaited here, a slow decode (a busy
+        # machine) held the next 'start' back, and the audio of the next utterance
+        # arrived while nothing listened and was dropped.
+        self._spawn(self._finish(speech), "finish")
+
+    async def _finish(self, speech: SpeechSession) -> None:
+        """End a push-to-talk utterance; its listener sends the transcript (and reply)."""
         try:
-            await speech.finish()  # the listener sends the transcript (and the reply)
+            await speech.finish()
+        except HearthError as exc:
+            self.send(messages.error(exc))
+        except Exception:  # noqa: BLE001 - the session lives on; the client hears why
+            _LOGGER.exception("[%s] final decode failed", self.id)
+            self.send(messages.message("error", {"code": "internal-error"}, "internal error"))
         finally:
             await speech.close()
 
     async def _end_speech(self) -> None:
-        speech, listener = self.speech, self._listener
+        speech, listener, gate = self.speech, self._listener, self.wake
         self.speech, self.run, self.mode, self._listener = None, None, "idle", None
+        self.wake = None
+        if gate is not None:
+            await gate.close()
         if listener is not None and listener is not asyncio.current_task():
             # A run's reader, cancelled, drops its speculative reply and closes the session.
             listener.cancel()

@@ -66,6 +66,7 @@ from daemon.speech.session import SessionOptions, SpeechSession
 from protocols.wyoming.chunks import TranscriptChunker
 from protocols.wyoming.framing import FrameError, read_event
 from protocols.wyoming.info import build_info
+from protocols.wyoming.wake import WyomingWake
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -125,6 +126,7 @@ class WyomingConnection:
         self._transcribe = Transcribe()
         self._tts: _TtsStream | None = None
         self._handling = False
+        self._wake = WyomingWake(engines, self.write, self.id)
 
     @property
     def busy(self) -> bool:
@@ -200,7 +202,7 @@ class WyomingConnection:
         """Whether handling ``event`` completes a request (for the request count)."""
         kind = event.type
         if AudioStop.is_type(kind):
-            return self._asr is not None
+            return self._asr is not None or self._wake.active
         if Synthesize.is_type(kind):
             return self._tts is None
         return any(t.is_type(kind) for t in (Describe, SynthesizeStop, Transcript))
@@ -219,6 +221,7 @@ class WyomingConnection:
         try:
             await self._drop_asr()
             await self._drop_tts()
+            await self._wake.close()
             if linger:
                 await self._linger()
         finally:
@@ -243,7 +246,9 @@ class WyomingConnection:
     async def handle(self, event: Event) -> None:
         """Answer one event (HearthError becomes an ``error`` event)."""
         kind = event.type
-        if Describe.is_type(kind):
+        if self._wake.claims(event):
+            await self._wake.handle(event)  # detect, and the audio of a detection run
+        elif Describe.is_type(kind):
             await self.write((await build_info(self.engines)).event())
         elif Ping.is_type(kind):
             await self.write(Pong(text=Ping.from_event(event).text).event())

@@ -21,6 +21,8 @@ from wyoming.info import (
     TtsProgram,
     TtsVoice,
     TtsVoiceSpeaker,
+    WakeModel,
+    WakeProgram,
 )
 
 from daemon import __version__
@@ -107,4 +109,36 @@ async def build_info(engines: Engines) -> Info:
                 supports_handled_streaming=True,
             )
         ]
+    if engines.wake is not None:
+        info.wake = [await _wake_program(engines, title)]
     return info
+
+
+MICRO_WAKE = Attribution(name="microWakeWord", url="https://github.com/kahrendt/microWakeWord")
+OPEN_WAKE = Attribution(name="openWakeWord", url="https://github.com/dscripka/openWakeWord")
+
+
+async def _wake_program(engines: Engines, title: str) -> WakeProgram:
+    """The wake models: built-in ones and the custom folder as it is now."""
+    wake = engines.wake
+    assert wake is not None
+    await engines.wake_pool.run(wake.refresh)  # a model just dropped in shows up
+    return WakeProgram(
+        name=title,
+        attribution=HEARTH,
+        installed=bool(wake.models),
+        description="Hearth wake-word detection (microWakeWord, openWakeWord)",
+        version=__version__,
+        models=[
+            WakeModel(
+                name=m.name,
+                attribution=MICRO_WAKE if m.library == "micro" else OPEN_WAKE,
+                installed=True,
+                description=m.phrase,
+                version=__version__,
+                languages=list(m.languages),
+                phrase=m.phrase,
+            )
+            for m in wake.models.values()
+        ],
+    )

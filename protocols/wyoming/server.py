@@ -1,5 +1,12 @@
 """The Wyoming listener: TCP or a Unix socket, with a cap on connections.
 
+A connection that sends nothing for ``wyoming.idle_timeout_s`` between requests is
+closed (a satellite's long connection streams audio or pings; Home Assistant opens
+one per request). When a connection arrives at ``wyoming.max_connections``, the
+connection idle the longest between requests makes room for it, so silent
+connections cannot lock Home Assistant out; only when every connection is in a
+request is the new one refused with ``busy``.
+
 It starts once the engines are warm. A reload applies the connection limits at once;
 a stop lets each request in flight finish within the grace period, and closes idle
 connections right away.
@@ -12,8 +19,10 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import SupportsIndex
 
 from wyoming.error import Error
 from wyoming.event import async_write_event
@@ -27,6 +36,26 @@ from protocols.wyoming.handler import Observer, WyomingConnection
 _LOGGER = logging.getLogger(__name__)
 
 WYOMING_TYPE = "_wyoming._tcp.local."
+IDLE_CHECK_S = 5.0
+"""Longest time between checks for idle connections (shorter for short timeouts)."""
+
+
+class _TimedReader(asyncio.StreamReader):
+    """A stream reader that notes when bytes last arrived (the idle clock)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.last_data = time.monotonic()
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        """Bytes arrived from the peer."""
+        self.last_data = time.monotonic()
+        super().feed_data(data)
+
+
+def idle_for(connection: WyomingConnection, now: float) -> float:
+    """Seconds since ``connection`` last received bytes."""
+    return now - getattr(connection.reader, "last_data", now)
 
 
 class WyomingServer:
@@ -43,6 +72,7 @@ class WyomingServer:
         max_event_bytes: int,
         body_timeout_s: float,
         observer: Observer | None = None,
+        idle_timeout_s: float = 300.0,
     ) -> None:
         self.uri = uri
         self.observer = observer
@@ -50,7 +80,9 @@ class WyomingServer:
         self.max_connections = max_connections
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
+        self.idle_timeout_s = idle_timeout_s
         self._server: asyncio.AbstractServer | None = None
+        self._idle_check: asyncio.Task[None] | None = None
         self._tasks: dict[asyncio.Task[None], WyomingConnection] = {}
         self.port = 0
         """The bound TCP port (0 for a Unix socket)."""
@@ -67,6 +99,7 @@ class WyomingServer:
             max_event_bytes=config.wyoming.max_event_bytes,
             body_timeout_s=config.limits.request_timeout_s,
             observer=observer,
+            idle_timeout_s=config.wyoming.idle_timeout_s,
         )
 
     @property
@@ -91,6 +124,7 @@ class WyomingServer:
         self.max_connections = config.wyoming.max_connections
         self.max_event_bytes = config.wyoming.max_event_bytes
         self.body_timeout_s = config.limits.request_timeout_s
+        self.idle_timeout_s = config.wyoming.idle_timeout_s
         if engines is None:
             return lambda: True
         # A connection reads the engines per request: only the running ones hold old ones.
@@ -107,26 +141,72 @@ class WyomingServer:
 
     async def start(self) -> None:
         """Bind the listener (raises OSError when the address is taken)."""
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:
+            # What asyncio.start_server builds, with a reader that keeps the idle clock.
+            reader = _TimedReader(MAX_HEADER_BYTES + 1, loop)
+            return asyncio.StreamReaderProtocol(reader, self._accept, loop=loop)
+
         if self.uri.startswith("unix://"):
             path = Path(self.uri[len("unix://") :])
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISSOCK(path.stat().st_mode):
                     path.unlink()  # a stale socket from an earlier run
-            self._server = await asyncio.start_unix_server(
-                self._accept, path=str(path), limit=MAX_HEADER_BYTES + 1
-            )
+            self._server = await loop.create_unix_server(protocol, path=str(path))
             os.chmod(path, 0o660)
         else:
             host, _, port = self.uri[len("tcp://") :].rpartition(":")
             host = host.strip("[]")
-            self._server = await asyncio.start_server(
-                self._accept, host=host, port=int(port), limit=MAX_HEADER_BYTES + 1
-            )
+            self._server = await loop.create_server(protocol, host=host or None, port=int(port))
             self.port = self._server.sockets[0].getsockname()[1]
+        self._idle_check = asyncio.create_task(self._close_idle(), name="wyoming-idle")
         _LOGGER.info("Wyoming listening on %s", self.uri)
 
+    def _idle_connections(self) -> list[tuple[float, asyncio.Task[None]]]:
+        """(seconds idle, task) of every connection between requests, longest idle first."""
+        now = time.monotonic()
+        idle = [
+            (idle_for(connection, now), task)
+            for task, connection in self._tasks.items()
+            if not connection.busy and not task.done() and not task.cancelling()
+        ]
+        return sorted(idle, key=lambda pair: pair[0], reverse=True)
+
+    async def _close_idle(self) -> None:
+        """Close connections that sent nothing for ``idle_timeout_s`` between requests."""
+        while True:
+            await asyncio.sleep(min(IDLE_CHECK_S, self.idle_timeout_s / 2))
+            for seconds, task in self._idle_connections():
+                if seconds < self.idle_timeout_s:
+                    break
+                _LOGGER.info(
+                    "Wyoming connection %s sent nothing for %.0f s (wyoming.idle_timeout_s); "
+                    "closing",
+                    self._tasks[task].id,
+                    seconds,
+                )
+                task.cancel()
+
+    def _make_room(self) -> bool:
+        """At the cap: close the connection idle the longest; False when all are busy."""
+        idle = self._idle_connections()
+        if not idle:
+            return False
+        seconds, task = idle[0]
+        _LOGGER.info(
+            "Wyoming connection %s closed to make room (idle %.1f s, %d open)",
+            self._tasks[task].id,
+            seconds,
+            len(self._tasks),
+        )
+        # Its slot is free once its task ends; the new connection need not wait for that.
+        task.cancel()
+        return True
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._tasks) >= self.max_connections:
+        open_now = sum(1 for task in self._tasks if not task.cancelling())
+        if open_now >= self.max_connections and not self._make_room():
             _LOGGER.warning("Wyoming connection refused: %d already open", len(self._tasks))
             with contextlib.suppress(Exception):
                 limit = self.max_connections
@@ -156,6 +236,11 @@ class WyomingServer:
         if self._server is None:
             return
         self._server.close()
+        if self._idle_check is not None:
+            self._idle_check.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_check
+            self._idle_check = None
         deadline = asyncio.get_running_loop().time() + grace_s
         while self._tasks:
             for task, connection in list(self._tasks.items()):

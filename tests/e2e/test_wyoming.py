@@ -447,11 +447,18 @@ async def test_ten_minutes_of_audio_is_refused_then_eof_and_memory_stays_bounded
 async def test_more_connections_than_the_cap_are_refused(daemon):
     opened = [await raw(daemon) for _ in range(MAX_CONNECTIONS)]
     try:
-        # Every slot is taken once each has answered a ping.
+        # Every slot is taken by a request under way (an idle connection would be
+        # closed to make room instead): each has answered a ping, then started audio.
         for reader, writer in opened:
             writer.write(b'{"type": "ping"}\n')
             await writer.drain()
             assert (await next_event(reader))["type"] == "pong"
+            writer.write(b'{"type": "transcribe"}\n')
+            writer.write(
+                b'{"type": "audio-start", "data": {"rate": 16000, "width": 2, "channels": 1}}\n'
+            )
+            await writer.drain()
+            assert (await next_event(reader))["type"] == "transcript-start"
         reader, writer = await raw(daemon)
         event = await expect_error(reader, "too many connections")
         assert event["data"]["code"] == "busy"

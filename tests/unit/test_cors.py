@@ -20,6 +20,8 @@ from protocols.http.cors import CARD_ROUTES, CardCors, card_methods, is_card_rou
 
 HA = "http://homeassistant.local:8123"
 OTHER = "https://evil.example"
+BASE = "http://127.0.0.1:19000"
+"""Where the card's browser reaches Hearth: by address (a name must be this machine's)."""
 CORS_HEADERS = (
     "access-control-allow-origin",
     "access-control-allow-methods",
@@ -57,7 +59,7 @@ def service() -> FakeService:
 
 @pytest.fixture
 def client(service: FakeService) -> TestClient:
-    return TestClient(create_app(service))
+    return TestClient(create_app(service), base_url=BASE)
 
 
 def test_route_table() -> None:
@@ -91,7 +93,7 @@ def test_vary_is_appended_once() -> None:
     inner = Starlette(
         routes=[Route("/api/ping", ping), Route("/web/hearth-client.js", origin_already)]
     )
-    client = TestClient(CardCors(inner, FakeService([HA])))
+    client = TestClient(CardCors(inner, FakeService([HA])), base_url=BASE)
     assert client.get("/api/ping", headers={"Origin": HA}).headers["vary"] == (
         "Accept-Encoding, Origin"
     )
@@ -144,7 +146,7 @@ def test_preflight_allowed(client: TestClient) -> None:
 
 
 def test_preflight_needs_no_key() -> None:
-    client = TestClient(create_app(FakeService([HA], api_key="k")))
+    client = TestClient(create_app(FakeService([HA], api_key="k")), base_url=BASE)
     assert client.options("/api/rtc/asr", headers=preflight("POST")).status_code == 204
 
 
@@ -169,14 +171,14 @@ def test_preflight_refused(
 
 
 def test_errors_carry_the_headers() -> None:
-    client = TestClient(create_app(FakeService([HA], api_key="k")))
+    client = TestClient(create_app(FakeService([HA], api_key="k")), base_url=BASE)
     resp = client.post("/api/rtc/asr", json={}, headers={"Origin": HA, "X-API-Key": "wrong"})
     assert resp.status_code == 401
     assert resp.headers["access-control-allow-origin"] == HA
     assert resp.json()["code"] == "unauthorized"
     service = FakeService([HA])
     service.config = parse_config(config_text([HA]) + "limits:\n  max_upload_mb: 1\n")
-    client = TestClient(create_app(service))
+    client = TestClient(create_app(service), base_url=BASE)
     resp = client.post("/api/rtc/asr", content=b"x" * 1_000_001, headers={"Origin": HA})
     assert resp.status_code == 413
     assert resp.headers["access-control-allow-origin"] == HA
@@ -185,7 +187,7 @@ def test_errors_carry_the_headers() -> None:
 
 
 def test_basic_challenge_only_without_a_key_header() -> None:
-    client = TestClient(create_app(FakeService([HA], api_key="k")))
+    client = TestClient(create_app(FakeService([HA], api_key="k")), base_url=BASE)
     for headers in ({"X-API-Key": "wrong"}, {"Authorization": "Bearer wrong"}):
         resp = client.get("/api/voices", headers=headers)
         assert resp.status_code == 401 and "www-authenticate" not in resp.headers
@@ -260,7 +262,7 @@ def test_an_unhandled_failure_on_a_card_route_is_a_500_the_card_can_read() -> No
         raise RuntimeError("boom")  # as a route's failure reaches the middleware
 
     app = CardCors(broken, FakeService([HA]))
-    client = TestClient(app, raise_server_exceptions=False)
+    client = TestClient(app, raise_server_exceptions=False, base_url=BASE)
     resp = client.post("/api/rtc/asr", headers={"Origin": HA})
     assert resp.status_code == 500
     assert resp.json()["code"] == "internal-error"

@@ -196,7 +196,9 @@ async def test_a_voice_changed_on_disk_is_synthesized_as_it_is_now(tmp_path):
 async def test_describe_lists_the_store_off_the_loop_and_sees_new_voices(tmp_path):
     threads = Threads()
     store = RecordingStore(tmp_path, threads)
-    engines = SimpleNamespace(asr={}, voices=store, tts=object(), llm=None)
+    engines = SimpleNamespace(
+        asr={}, voices=store, tts=object(), llm=None, wake=None, config=parse_config("", "t.yaml")
+    )
     async with asyncio.timeout(5):
         before = await build_info(engines)
         make_voice(tmp_path, "fresh")

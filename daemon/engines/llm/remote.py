@@ -1,42 +1,70 @@
-"""Any OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama) as the LLM."""
+"""Any OpenAI-compatible chat server (vLLM, llama.cpp server, Ollama) as the LLM.
+
+The server may be reachable at several base URLs (:class:`EndpointSet`). A
+conversation keeps to one endpoint while that one is healthy: its key is the
+conversation's opening (system prompt and first user turn), which every later
+request repeats, so the server's prefix cache holds its history. A request moves
+to another endpoint, then to the local fallback model, only before any text of
+the reply went out; a failure after that ends the reply with an error.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 
 import httpx
 
 from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.remote import Endpoint, EndpointSet, RemoteFailure, classify, status_failure
 from daemon.errors import LlmUnavailable, PromptTooLong
 
 _LOGGER = logging.getLogger(__name__)
 MAX_LINE = 1 << 20
 """Longest server-sent-event line accepted (bytes)."""
+MAX_ERROR_BODY = 4096
+"""Bytes of an error answer read for its message."""
+
+
+def conversation_key(messages: list[ChatMessage]) -> str:
+    """What every request of one conversation starts with, as a short hash."""
+    opening = [asdict(m) for m in messages[:2]]
+    return hashlib.sha256(json.dumps(opening).encode()).hexdigest()[:16]
 
 
 class RemoteLlm(LlmEngine):
     """Streams ``/chat/completions`` over server-sent events."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str = "", timeout_s: float = 60.0
+        self,
+        base_url: str | EndpointSet,
+        model: str,
+        api_key: str = "",
+        timeout_s: float = 60.0,
+        fallback: LlmEngine | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        if isinstance(base_url, str):
+            base_url = EndpointSet("llm", model or "remote", [base_url.rstrip("/")], api_key)
+        self.endpoints = base_url
+        self.base_url = self.endpoints.urls[0]
         self.name = model or "remote"
         self.model = model
         self.device = "remote"
         self.context_tokens = 0
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s)
-        )
+        self.timeout_s = timeout_s
+        self.fallback = fallback
+        key = self.endpoints.api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout_s))
 
     async def stream_chat(
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
-        """Stream the reply from the server's server-sent events."""
+        """Stream the reply from the server's server-sent events (or the fallback's)."""
         body = {
             "model": self.model,
             "messages": [asdict(m) for m in messages],
@@ -45,18 +73,67 @@ class RemoteLlm(LlmEngine):
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
-        try:
-            async with self._client.stream("POST", "/chat/completions", json=body) as resp:
-                if resp.status_code >= 400:
-                    detail = (await resp.aread())[:500].decode("utf-8", "replace")
-                    if resp.status_code == 400 and "context" in detail.lower():
-                        raise PromptTooLong(f"remote LLM refused the prompt: {detail}")
+        key = conversation_key(messages)
+        deadline = time.monotonic() + self.timeout_s
+        tried: set[str] = set()
+        reason, details = "down", []
+        while time.monotonic() < deadline:
+            ep = self.endpoints.acquire(key, tried, allow_down=self.fallback is None)
+            if ep is None:
+                break
+            tried.add(ep.url)
+            started = False
+            failure: RemoteFailure | None = None
+            try:
+                async for piece in self._stream(ep, body, deadline):
+                    started = True
+                    yield piece
+            except RemoteFailure as exc:
+                failure = exc
+                if started:
                     raise LlmUnavailable(
-                        f"remote LLM at {self.base_url} answered {resp.status_code}: {detail}"
-                    )
+                        f"remote LLM at {ep.url} broke off its reply: {exc.detail}"
+                    ) from None
+                reason = exc.reason
+                details.append(f"{ep.url} {exc.detail}")
+            finally:
+                self.endpoints.release(ep, failure)
+            if failure is None:
+                return
+        if not details:
+            details.append("no endpoint is healthy (health checks continue)" if tried else "")
+        detail = "; ".join(d for d in details if d) or "no time left"
+        if self.fallback is None:
+            raise LlmUnavailable(f"remote LLM failed: {detail}")
+        _LOGGER.warning(
+            "Remote LLM failed (%s: %s); answering with '%s'", reason, detail, self.fallback.name
+        )
+        self.endpoints.count_fallback(reason)
+        async for piece in self.fallback.stream_chat(messages, sampling):
+            yield piece
+
+    async def _stream(
+        self, ep: Endpoint, body: dict[str, object], deadline: float
+    ) -> AsyncIterator[str]:
+        """The reply's pieces from one endpoint; RemoteFailure when it fails."""
+        left = max(0.1, deadline - time.monotonic())
+        try:
+            async with self._client.stream(
+                "POST", f"{ep.url}/chat/completions", json=body, timeout=httpx.Timeout(left)
+            ) as resp:
+                if resp.status_code >= 400:
+                    detail = b""
+                    async for chunk in resp.aiter_bytes():
+                        detail += chunk
+                        if len(detail) >= MAX_ERROR_BODY:
+                            break
+                    text = detail[:500].decode("utf-8", "replace")
+                    if resp.status_code == 400 and "context" in text.lower():
+                        raise PromptTooLong(f"remote LLM refused the prompt: {text}")
+                    raise status_failure(resp.status_code, detail)
                 async for line in resp.aiter_lines():
                     if len(line) > MAX_LINE:
-                        raise LlmUnavailable("remote LLM sent an oversized event")
+                        raise RemoteFailure("oversized", "sent an oversized event")
                     if not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
@@ -64,16 +141,17 @@ class RemoteLlm(LlmEngine):
                         break
                     try:
                         delta = json.loads(data)["choices"][0].get("delta") or {}
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        raise LlmUnavailable("remote LLM sent a malformed event") from None
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                        raise RemoteFailure("garbage", "sent a malformed event") from None
                     piece = delta.get("content")
                     if piece:
                         yield piece
         except httpx.HTTPError as exc:
-            raise LlmUnavailable(
-                f"remote LLM at {self.base_url} failed: {type(exc).__name__}: {exc}"
-            ) from None
+            raise classify(exc) from None
 
     async def close(self) -> None:
-        """Close the HTTP client."""
+        """Close the HTTP client, stop health checks and close the fallback."""
+        self.endpoints.close()
         await self._client.aclose()
+        if self.fallback is not None:
+            await self.fallback.close()

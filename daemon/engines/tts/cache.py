@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -11,6 +12,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
+
+from daemon.ops.storage import unwritable
 
 _LOGGER = logging.getLogger(__name__)
 SUFFIX = ".audio"
@@ -54,7 +57,15 @@ class TtsCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, int] = OrderedDict()
         self._total = 0
-        directory.mkdir(parents=True, exist_ok=True)
+        self._write_warned = False
+        problem = unwritable(directory)
+        if problem is not None:
+            # Speech is still served, only not kept: a read-only state directory
+            # must not stop the daemon.
+            _LOGGER.warning("TTS cache: cannot write to %s; audio is served uncached", problem)
+            self._write_warned = True
+        if not directory.is_dir():
+            return
         for stale in directory.glob("*.tmp"):  # left by a crash mid-write
             stale.unlink(missing_ok=True)
         files = sorted(directory.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime)
@@ -84,8 +95,6 @@ class TtsCache:
             self._entries.move_to_end(key)
         try:
             data = _unseal(self._path(key).read_bytes())
-            if data is not None:
-                os.utime(self._path(key))
         except OSError:
             with self._lock:
                 self._total -= self._entries.pop(key, 0)
@@ -93,12 +102,15 @@ class TtsCache:
             return None
         if data is None:
             _LOGGER.warning("TTS cache entry %s is damaged; deleted, to be synthesized again", key)
-            self._path(key).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # read-only: it stays out of the index
+                self._path(key).unlink(missing_ok=True)
             with self._lock:
                 self._total -= self._entries.pop(key, 0)
                 self.corrupt += 1
                 self.misses += 1
             return None
+        with contextlib.suppress(OSError):  # recency on disk only; a read-only disk still serves
+            os.utime(self._path(key))
         with self._lock:
             self.hits += 1
         return data
@@ -107,14 +119,19 @@ class TtsCache:
         """Store atomically (temporary file + rename), then evict to the cap."""
         if len(data) > self.max_bytes:
             return
-        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        tmp = ""
         try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(_seal(data))
             os.replace(tmp, self._path(key))
         except OSError as exc:
-            _LOGGER.warning("TTS cache write failed: %s", exc)
-            Path(tmp).unlink(missing_ok=True)
+            if not self._write_warned:  # once: a read-only disk would log every request
+                _LOGGER.warning("TTS cache: cannot write to %s: %s", self.directory, exc)
+                self._write_warned = True
+            if tmp:
+                with contextlib.suppress(OSError):
+                    Path(tmp).unlink(missing_ok=True)
             return
         with self._lock:
             self._total -= self._entries.pop(key, 0)

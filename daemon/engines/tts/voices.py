@@ -38,6 +38,7 @@ from daemon.engines.models import package_dir
 from daemon.errors import InvalidRequest, InvalidVoice, UnknownVoice, VoiceExists
 from daemon.ops.jsonfile import write_json
 from daemon.ops.locks import exclusive
+from daemon.ops.storage import writing
 
 _LOGGER = logging.getLogger(__name__)
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -263,7 +264,7 @@ class VoiceStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the store's write lock (threads and processes), sweeping crash leftovers."""
-        with exclusive(self.user_dir / LOCK):
+        with writing("the voice store", self.user_dir), exclusive(self.user_dir / LOCK):
             self._sweep()
             yield
 
@@ -293,7 +294,8 @@ class VoiceStore:
             owner = open(folder / OWNER, "a+b")  # noqa: SIM115 - held until the end
             fcntl.flock(owner, fcntl.LOCK_EX)
         try:
-            yield folder
+            with writing("the voice store", folder):
+                yield folder
         finally:
             owner.close()
             shutil.rmtree(folder, ignore_errors=True)

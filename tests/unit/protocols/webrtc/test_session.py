@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,16 @@ import pytest
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from protocols.webrtc.session import SAY_BURST, RtcSession
-from tests.fakes import KITCHEN, TIME, FakeEngines, fake_config, fake_engines, tone, utterance
+from tests.fakes import (
+    KITCHEN,
+    TIME,
+    FakeEngines,
+    fake_config,
+    fake_engines,
+    silence,
+    tone,
+    utterance,
+)
 
 TIMEOUT_S = 10.0
 MIC_RATE = 48000
@@ -249,6 +259,37 @@ async def test_start_options_reach_the_model(rtc):
     calls = rtc.fakes.asr["other"].calls
     assert calls and not rtc.fakes.asr["fake"].calls
     assert {(c.options.beam_size, c.options.language) for c in calls} == {(3, "de")}
+
+
+async def test_the_next_utterance_is_heard_while_the_last_one_still_decodes(rtc):
+    # A busy machine: each decode takes 1 s. The person lets go and, at once, holds the
+    # button again and speaks; that audio arrives while the first decode still runs.
+    model = rtc.fakes.asr["fake"]
+    hear = model.transcribe
+
+    def slow(audio: np.ndarray, options: Any) -> Any:
+        time.sleep(1.0)
+        return hear(audio, options)
+
+    model.transcribe = slow  # type: ignore[method-assign]
+    rtc.send("start", {"partials": False})
+    await rtc.until("state")
+    rtc.mic.speak(np.concatenate([silence(0.3, MIC_RATE), tone(1.2, 220.0, MIC_RATE)]))
+    await rtc.mic.drained()
+    rtc.send("stop")
+    rtc.send("start", {"partials": False})
+    # As a browser sends it: in real time, whether or not anyone listens yet.
+    second = utterance(440.0, speech_s=0.8, rate=MIC_RATE)
+    piece = MIC_RATE // 10
+    for offset in range(0, len(second), piece):
+        rtc.mic.speak(second[offset : offset + piece])
+        await asyncio.sleep(0.1)
+    await rtc.mic.drained()
+    rtc.send("stop")
+    first = await rtc.until("infer")
+    second = await rtc.until("infer")
+    assert first[-1]["obj"]["text"] == KITCHEN
+    assert second[-1]["obj"]["text"] == TIME
 
 
 @pytest.mark.parametrize("command", ["start", "listen"])

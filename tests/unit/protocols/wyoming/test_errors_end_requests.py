@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from wyoming.asr import Transcribe, Transcript
+from wyoming.asr import Transcribe, Transcript, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_read_event, async_write_event
@@ -166,6 +166,9 @@ async def test_a_connection_over_the_cap_is_busy_then_eof(tmp_path):
     daemon = await start_daemon(tmp_path, max_connections=1)
     first = await daemon.connect()
     try:
+        # The one slot is in the middle of a request (an idle one would make room).
+        await first.send(Transcribe(), AudioStart(rate=16000, width=2, channels=1))
+        await first.expect(TranscriptStart)
         events = await home_assistant(daemon, [Synthesize(text="Dinner is ready.").event()])
         assert_error_then_eof(events, "busy")
     finally:

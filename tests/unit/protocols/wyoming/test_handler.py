@@ -394,6 +394,12 @@ async def test_connections_over_the_cap_get_busy(tmp_path):
     try:
         await first.send(Ping())
         await first.expect(Pong)
+        # In a request: an idle connection would be closed to make room instead.
+        await first.send(Transcribe())
+        await first.send(AudioStart(rate=16000, width=2, channels=1))
+        async with asyncio.timeout(TIMEOUT_S):
+            while not daemon.server.busy():
+                await asyncio.sleep(0.01)
         second = await daemon.connect()
         assert (await second.error()).code == "busy"
         assert await second.closed()

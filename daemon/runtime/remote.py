@@ -1,0 +1,168 @@
+"""Building the remote engines (ASR models, voices, the LLM) from the configuration.
+
+Remote engines load nothing: they hold HTTP clients and an :class:`EndpointSet`
+each. Local fallbacks are loaded like any other local model and handed over here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from daemon.config import Config, RemoteAsrConfig
+from daemon.engines.asr.base import AsrModel
+from daemon.engines.llm.base import LlmEngine
+from daemon.engines.remote import EndpointSet, base_urls
+from daemon.engines.workers import WorkerPool
+from daemon.ops.metrics import RemoteGauges
+
+_LOGGER = logging.getLogger(__name__)
+REMOTE_ASR_THREADS = 16
+"""ASR pool threads when a model is remote: each waits on the network, not a core, and
+the remote server batches what arrives together."""
+
+
+def is_remote(config: Config, name: str) -> bool:
+    """Whether ASR model ``name`` is served remotely."""
+    return config.asr.models[name].backend == "remote"
+
+
+def asr_endpoints(name: str, remote: RemoteAsrConfig) -> EndpointSet:
+    """The endpoint set of one remote ASR model."""
+    return EndpointSet(
+        "asr",
+        name,
+        base_urls(remote.base_url, remote.base_urls),
+        remote.api_key,
+        remote.retry_s,
+    )
+
+
+def load_remote_asr(config: Config, name: str, local: dict[str, AsrModel]) -> AsrModel:
+    """A remote ASR model, with its fallback taken from the loaded local ``models``."""
+    from daemon.engines.asr.remote import RemoteAsr
+
+    m = config.asr.models[name]
+    fallback = local.get(m.fallback) if m.fallback else None
+    model = RemoteAsr(
+        name,
+        asr_endpoints(name, m.remote),
+        m.remote.model,
+        timeout_s=m.remote.timeout_s,
+        language=m.language,
+        stream=m.remote.stream,
+        fallback=fallback,
+    )
+    _LOGGER.info(
+        "ASR model '%s' is remote at %s (fallback: %s)",
+        name,
+        ", ".join(model.endpoints.urls),
+        m.fallback or "none",
+    )
+    return model
+
+
+def load_remote_llm(config: Config, pool: WorkerPool) -> LlmEngine:
+    """The remote LLM, with its local fallback model loaded (on the CPU) when one is named."""
+    from daemon.engines.llm.remote import RemoteLlm
+
+    remote = config.llm.remote
+    fallback: LlmEngine | None = None
+    if remote.fallback:
+        from daemon.engines.llm.local import LocalLlm
+        from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf
+
+        spec = "" if remote.fallback == "embedded" else remote.fallback
+        path = resolve_gguf(spec, config.models_path, config.asr.allow_download)
+        fallback = LocalLlm(
+            path,
+            pool,
+            context_tokens=config.llm.context_tokens,
+            threads=config.llm.threads,
+            name=EMBEDDED_LLM_NAME if not spec else None,
+        )
+    endpoints = EndpointSet(
+        "llm",
+        remote.model or "remote",
+        base_urls(remote.base_url, remote.base_urls),
+        remote.api_key,
+        remote.retry_s,
+    )
+    return RemoteLlm(endpoints, remote.model, timeout_s=remote.timeout_s, fallback=fallback)
+
+
+def endpoint_sets(engines: Iterable[object]) -> list[EndpointSet]:
+    """The endpoint sets of whichever of ``engines`` are remote."""
+    found = []
+    for engine in engines:
+        sets = getattr(engine, "endpoints", None)
+        if isinstance(sets, EndpointSet):
+            found.append(sets)
+        elif isinstance(sets, list):
+            found.extend(s for s in sets if isinstance(s, EndpointSet))
+    return found
+
+
+def remote_gauges(sets: Iterable[EndpointSet]) -> RemoteGauges:
+    """Each endpoint's state and counters, and the fallbacks, as plain tuples."""
+    stats: list[tuple[str, str, str, bool, int, int, int]] = []
+    fallbacks: list[tuple[str, str, str, int]] = []
+    for s in sets:
+        stats.extend(
+            (e.kind, e.model, e.url, e.healthy, e.outstanding, e.requests, e.failures)
+            for e in s.stats()
+        )
+        fallbacks.extend((s.kind, s.model, r, n) for r, n in sorted(s.fallbacks.items()))
+    return RemoteGauges(tuple(stats), tuple(fallbacks))
+
+
+def remote_fallback(engine: object) -> str:
+    """The name of a remote engine's fallback ("none" without one)."""
+    fallback = getattr(engine, "fallback", None)
+    return str(getattr(fallback, "name", None) or "none")
+
+
+def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
+    """Health-check every remote endpoint the configuration names (blocking, for check).
+
+    Returns:
+        For each remote engine ("asr:NAME", "llm", "tts:NAME"): a one-line summary
+        under "remote", each endpoint's answer under "endpoints", and "problem" when
+        no endpoint answers and nothing falls back.
+    """
+    from daemon.engines.remote import probe
+
+    wanted: dict[str, tuple[list[str], str, str, str]] = {}
+    for name, m in config.asr.models.items():
+        if m.backend == "remote":
+            urls = base_urls(m.remote.base_url, m.remote.base_urls)
+            wanted[f"asr:{name}"] = (urls, m.remote.api_key, m.remote.model, m.fallback)
+    if config.llm.backend == "remote":
+        r = config.llm.remote
+        wanted["llm"] = (base_urls(r.base_url, r.base_urls), r.api_key, r.model, r.fallback)
+    for i, group in enumerate(config.tts.remote):
+        urls = base_urls(group.base_url, group.base_urls)
+        wanted[f"tts:{group.name or i}"] = (urls, group.api_key, group.model, group.fallback)
+    out: dict[str, dict[str, object]] = {}
+    for key, (urls, api_key, model, fallback) in wanted.items():
+        answers = []
+        for url in urls:
+            alive, models, note = probe(url, api_key)
+            serves = f"serves {', '.join(models[:8])}" if models else note
+            if alive and models and model and model not in models:
+                serves += f" (not {model}!)"
+            answers.append({"url": url, "up": alive, "models": models, "note": note})
+            _LOGGER.debug("%s %s: %s", key, url, serves)
+        summary = "; ".join(
+            f"{a['url']} {'up' if a['up'] else 'DOWN'}: "
+            + (f"serves {', '.join(a['models'][:8])}" if a["models"] else str(a["note"]))
+            for a in answers
+        )
+        entry: dict[str, object] = {
+            "remote": f"{summary} (fallback: {fallback or 'none'})",
+            "endpoints": answers,
+        }
+        if not any(a["up"] for a in answers) and not fallback:
+            entry["problem"] = f"{key}: no endpoint answers and there is no fallback"
+        out[key] = entry
+    return out

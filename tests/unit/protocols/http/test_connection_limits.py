@@ -1,0 +1,80 @@
+"""uvicorn as Hearth runs it: half-sent request heads time out, connections are capped."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from protocols.patches.uvicorn import DaemonServer
+
+TIMEOUT_S = 10
+HEADER_TIMEOUT_S = 1.0
+CAP = 12
+
+
+async def app(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, lifespan="off", log_config=None, access_log=False
+    )
+    server = DaemonServer(config, HEADER_TIMEOUT_S, CAP)
+    task = asyncio.create_task(server.serve())
+    async with asyncio.timeout(TIMEOUT_S):
+        while not server.started:
+            await asyncio.sleep(0.01)
+    yield server.servers[0].sockets[0].getsockname()[1]
+    server.stop(force=True)
+    await asyncio.wait_for(task, TIMEOUT_S)
+
+
+async def request(port: int, data: bytes) -> bytes:
+    """Send ``data`` on a new connection; everything the server answers until it closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    try:
+        return await reader.read(65536)
+    finally:
+        writer.close()
+
+
+async def test_half_sent_heads_are_closed_after_the_deadline(port: int) -> None:
+    async with asyncio.timeout(TIMEOUT_S):
+        half = [await asyncio.open_connection("127.0.0.1", port) for _ in range(CAP - 2)]
+        for _, writer in half:
+            writer.write(b"GET /api/pi")
+        # Meanwhile a whole request is answered at once.
+        answer = await request(port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 200")
+        for reader, writer in half:
+            reply = await reader.read()  # then EOF: the server closed it
+            assert reply.startswith(b"HTTP/1.1 408"), reply
+            assert b'"header-timeout"' in reply
+            writer.close()
+
+
+async def test_a_keep_alive_connection_gets_a_deadline_for_its_next_head(port: int) -> None:
+    async with asyncio.timeout(TIMEOUT_S):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET / HTTP/1.1\r\nHo")
+        reply = await reader.read()
+        assert reply.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 408" in reply
+        writer.close()
+
+
+async def test_connections_over_the_cap_are_refused_at_once(port: int) -> None:
+    async with asyncio.timeout(TIMEOUT_S):
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(CAP)]
+        await asyncio.sleep(0.1)  # every one of them is counted
+        reply = await request(port, b"")
+        assert reply.startswith(b"HTTP/1.1 503") and b"max_connections" in reply
+        for _, writer in held:
+            writer.close()
