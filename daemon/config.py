@@ -253,22 +253,6 @@ class TtsCacheConfig:
 
 
 @dataclass(frozen=True)
-class RemoteVoicesConfig:
-    """Voices served by an OpenAI-compatible speech server (Kokoro-FastAPI, speaches)."""
-
-    name: str = ""
-    base_url: str = field(default="", metadata=_c(check=_base_url_ok))
-    base_urls: list[str] = field(default_factory=list, metadata=_c(check=_base_url_ok))
-    model: str = ""
-    voices: list[str] = field(default_factory=list)
-    api_key: str = ""
-    timeout_s: float = field(default=30.0, metadata=_c(min=0.5, max=3600.0))
-    retry_s: float = field(default=5.0, metadata=_c(min=0.1, max=3600.0))
-    sample_rate: int = field(default=24000, metadata=_c(min=8000, max=48000))
-    fallback: str = ""
-
-
-@dataclass(frozen=True)
 class TtsConfig:
     """Text-to-speech engine."""
 
@@ -278,7 +262,6 @@ class TtsConfig:
     sentence_silence_ms: int = field(default=150, metadata=_c(min=0, max=5000))
     loaded_voices: int = field(default=4, metadata=_c(min=1, max=64))
     cache: TtsCacheConfig = field(default_factory=TtsCacheConfig)
-    remote: list[RemoteVoicesConfig] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -696,7 +679,7 @@ def _cross_checks(config: Config) -> None:
 
 
 def _remote_checks(config: Config) -> None:
-    """Remote ASR models and voices name their servers and a fallback that exists."""
+    """Remote ASR models name their servers and a fallback that exists."""
     local = [n for n, m in config.asr.models.items() if m.backend == "local"]
     for name, m in config.asr.models.items():
         path = ("asr", "models", name)
@@ -708,17 +691,6 @@ def _remote_checks(config: Config) -> None:
                 f"must name a local model of asr.models ({', '.join(local) or 'none'}) "
                 f'on a remote model, got "{m.fallback}"',
             )
-    seen: set[str] = set()
-    for i, group in enumerate(config.tts.remote):
-        path = ("tts", "remote", str(i))
-        if not (group.base_url or group.base_urls):
-            raise _Invalid((*path, "base_url"), "must be set")
-        if not group.voices:
-            raise _Invalid((*path, "voices"), "must list at least one voice")
-        for voice in group.voices:
-            if not voice or len(voice) > 100 or voice in seen:
-                raise _Invalid((*path, "voices"), f"must be distinct names, got {voice!r}")
-            seen.add(voice)
 
 
 def parse_config(text: str, source: str = "<string>") -> Config:

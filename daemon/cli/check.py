@@ -12,6 +12,7 @@ from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
 from daemon.ops.storage import unwritable
 from daemon.runtime.engines import engine_requests, load_engines
+from daemon.runtime.remote import probe_remotes
 
 
 def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
@@ -35,7 +36,14 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         },
     }
     models: dict[str, Any] = {}
+    remote = probe_remotes(config)
+    for entry in remote.values():
+        if "problem" in entry:
+            problems.append(str(entry["problem"]))
     for name, m in config.asr.models.items():
+        if m.backend == "remote":
+            models[f"asr:{name}"] = remote[f"asr:{name}"]
+            continue
         try:
             path = resolve_whisper(m.path, config.models_path, allow_download=False)
             models[f"asr:{name}"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
@@ -50,7 +58,7 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         except HearthError as exc:
             models["llm"] = {"error": str(exc)}
     else:
-        models["llm"] = {"remote": config.llm.remote.base_url}
+        models["llm"] = remote["llm"]
     try:
         from daemon.engines.tts.voices import VoiceStore
 

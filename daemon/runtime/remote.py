@@ -126,7 +126,7 @@ def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
     """Health-check every remote endpoint the configuration names (blocking, for check).
 
     Returns:
-        For each remote engine ("asr:NAME", "llm", "tts:NAME"): a one-line summary
+        For each remote engine ("asr:NAME", "llm"): a one-line summary
         under "remote", each endpoint's answer under "endpoints", and "problem" when
         no endpoint answers and nothing falls back.
     """
@@ -140,24 +140,18 @@ def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
     if config.llm.backend == "remote":
         r = config.llm.remote
         wanted["llm"] = (base_urls(r.base_url, r.base_urls), r.api_key, r.model, r.fallback)
-    for i, group in enumerate(config.tts.remote):
-        urls = base_urls(group.base_url, group.base_urls)
-        wanted[f"tts:{group.name or i}"] = (urls, group.api_key, group.model, group.fallback)
     out: dict[str, dict[str, object]] = {}
     for key, (urls, api_key, model, fallback) in wanted.items():
-        answers = []
+        answers: list[dict[str, object]] = []
+        lines = []
         for url in urls:
             alive, models, note = probe(url, api_key)
             serves = f"serves {', '.join(models[:8])}" if models else note
             if alive and models and model and model not in models:
-                serves += f" (not {model}!)"
+                serves += f" (not {model})"
             answers.append({"url": url, "up": alive, "models": models, "note": note})
-            _LOGGER.debug("%s %s: %s", key, url, serves)
-        summary = "; ".join(
-            f"{a['url']} {'up' if a['up'] else 'DOWN'}: "
-            + (f"serves {', '.join(a['models'][:8])}" if a["models"] else str(a["note"]))
-            for a in answers
-        )
+            lines.append(f"{url} {'up' if alive else 'DOWN'}: {serves}")
+        summary = "; ".join(lines)
         entry: dict[str, object] = {
             "remote": f"{summary} (fallback: {fallback or 'none'})",
             "endpoints": answers,

@@ -1,14 +1,36 @@
-"""Transcript response formats of the OpenAI API: json, text, srt, vtt, verbose_json."""
+"""Transcript response formats of the OpenAI API (json, text, srt, vtt, verbose_json), and
+the OpenAPI description of the responses that are not JSON."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from daemon.audio.stream import FORMATS
 from daemon.engines.asr.base import Segment
 from daemon.errors import InvalidRequest
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
+TEXT_MEDIA_TYPES = ("application/json", "text/plain", "text/vtt", "text/event-stream")
+"""What a transcription answers: JSON, text or SRT, WebVTT, or server-sent events."""
+
+
+def media_responses(
+    media_types: tuple[str, ...] | list[str], description: str, status: int = 200
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for a route whose ``status`` answer is one of ``media_types``."""
+    binary = {"type": "string", "format": "binary"}
+    content = {
+        media_type: {"schema": {} if media_type == "application/json" else binary}
+        for media_type in media_types
+    }
+    return {status: {"description": description, "content": content}}
+
+
+def audio_responses(description: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for a route that streams audio in any output format."""
+    media_types = sorted({fmt.media_type for fmt in FORMATS.values()})
+    return media_responses(media_types, description)
 
 
 def timestamp(seconds: float, separator: str) -> str:

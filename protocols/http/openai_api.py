@@ -29,6 +29,7 @@ from protocols.http import formats
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_engines, require
 from protocols.http.errors import timed_out
+from protocols.http.formats import audio_responses
 from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name, synthesis_options
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
@@ -37,7 +38,13 @@ SPEECH_RATE = 24000
 CREATED = int(time.time())
 
 
-@router.post("/audio/transcriptions", summary="Transcribe an audio file")
+@router.post(
+    "/audio/transcriptions",
+    summary="Transcribe an audio file",
+    responses=formats.media_responses(
+        formats.TEXT_MEDIA_TYPES, "The transcript, in the asked response_format"
+    ),
+)
 async def transcriptions(
     request: Request,
     file: UploadFile,
@@ -126,7 +133,12 @@ class SpeechRequest(BaseModel):
     stream_format: Literal["audio"] = "audio"
 
 
-@router.post("/audio/speech", summary="Speak text")
+@router.post(
+    "/audio/speech",
+    summary="Speak text",
+    response_class=StreamingResponse,
+    responses=audio_responses("The spoken input, in the asked format"),
+)
 async def speech(
     body: SpeechRequest, request: Request, engines: Engines = Depends(ready_engines)
 ) -> StreamingResponse:
@@ -181,7 +193,13 @@ def chat_messages(raw: list[dict[str, Any]]) -> list[ChatMessage]:
     return out
 
 
-@router.post("/chat/completions", summary="Chat with the LLM")
+@router.post(
+    "/chat/completions",
+    summary="Chat with the LLM",
+    responses=formats.media_responses(
+        ("application/json", "text/event-stream"), "The reply, whole or as server-sent events"
+    ),
+)
 async def chat_completions(
     body: ChatRequest, request: Request, engines: Engines = Depends(ready_engines)
 ) -> Response:

@@ -35,6 +35,7 @@ from daemon.voices.enroll import Enrollment
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_engines, require
 from protocols.http.errors import HttpError, timed_out
+from protocols.http.formats import audio_responses
 from protocols.http.names import WIS_SPEAKERS, synthesis_options
 from protocols.http.rawquery import raw_params
 from protocols.http.voices_api import store_of
@@ -45,7 +46,12 @@ router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
 TRUE = ("1", "true", "yes", "on")
 
 
-@router.get("/api/tts", summary="Speak text (Willow devices' TTS URL)")
+@router.get(
+    "/api/tts",
+    summary="Speak text (Willow devices' TTS URL)",
+    response_class=StreamingResponse,
+    responses=audio_responses("The spoken text, in the asked format"),
+)
 async def tts(
     request: Request,
     engines: Engines = Depends(ready_engines),
@@ -154,7 +160,13 @@ async def delete_speaker(
     return {"removed": speaker}
 
 
-@router.post("/api/sts", summary="Speech in, spoken reply out")
+@router.post(
+    "/api/sts",
+    summary="Speech in, spoken reply out",
+    response_class=StreamingResponse,
+    responses=audio_responses("The spoken reply, in the asked format")
+    | {204: {"description": "No speech was heard"}},
+)
 async def sts(
     request: Request,
     engines: Engines = Depends(ready_engines),

@@ -2,8 +2,9 @@
 
 The ``wyoming`` library writes events and provides the event classes; reading is
 done here because every length on the wire comes from outside and must be bounded:
-a header line of at most 64 KiB, non-negative ``data_length``/``payload_length``
-whose sum stays under ``max_event_bytes``, and a deadline for the announced bytes.
+a header line of at most 64 KiB that ends within a deadline once it has begun,
+non-negative ``data_length``/``payload_length`` whose sum stays under
+``max_event_bytes``, and a deadline for the announced bytes.
 """
 
 from __future__ import annotations
@@ -69,14 +70,25 @@ async def read_event(
     (``asyncio.start_server(limit=...)``). An event whose data or payload is cut off
     by a disconnect counts as a closed connection: nothing of it is used.
     """
+    # Waiting for an event to start has no deadline here (the server's idle timeout
+    # covers that); once it has started, the rest of its header line is due within
+    # body_timeout_s, or a client trickling a byte at a time could hold the connection.
+    first = await reader.read(1)
+    if not first:
+        return None
     try:
-        line = await reader.readuntil(b"\n")
+        async with asyncio.timeout(body_timeout_s):
+            line = first if first == b"\n" else first + await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
-        if exc.partial.strip():
+        if (first + exc.partial).strip():
             raise FrameError("connection closed in the middle of an event header", True) from None
         return None
     except asyncio.LimitOverrunError:
         raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True) from None
+    except TimeoutError:
+        raise FrameError(
+            f"event header line did not end within {body_timeout_s:g} s", fatal=True
+        ) from None
     if len(line) > MAX_HEADER_BYTES:
         raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True)
     if not line.strip():

@@ -78,6 +78,11 @@ LINGER_BYTES = 4 * 1024 * 1024
 """After an error, at most this much of what the client still sends is read and dropped."""
 MAX_QUEUED_SENTENCES = 128
 """Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
+WRITE_TIMEOUT_S = 30.0
+"""Longest wait for the client to take one event (s). A client that stops reading fills
+the socket buffers; without this its TTS request would hold a synthesis worker until
+``limits.request_timeout_s``. A live client on a slow link takes an audio chunk in far
+less."""
 Observer = Callable[[str], None]
 """Told the outcome of each finished request: "" when it succeeded, else the error code."""
 
@@ -139,8 +144,15 @@ class WyomingConnection:
         return self._engines()
 
     async def write(self, event: Event) -> None:
-        """Send one event."""
-        await async_write_event(event, self.writer)
+        """Send one event; a client that does not take it in WRITE_TIMEOUT_S is dropped."""
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT_S):
+                await async_write_event(event, self.writer)
+        except TimeoutError:
+            _LOGGER.info("[%s] client stopped reading; dropping it", self.id)
+            # close() would wait to flush the buffered bytes to a client that takes none.
+            self.writer.transport.abort()
+            raise ConnectionResetError("the client stopped reading") from None
 
     async def run(self) -> None:
         """Serve the connection until it closes (or an error ends it)."""

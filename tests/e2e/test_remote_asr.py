@@ -5,7 +5,10 @@ beside a local model, and by servers that misbehave."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -176,6 +179,23 @@ async def test_a_bad_remote_is_a_clear_error_in_time(daemon, client, kitchen, ki
     # Nothing else broke.
     ok = client.audio.transcriptions.create(model="remote", file=("k.wav", kitchen_wav))
     assert_heard(ok.text, KITCHEN, "kitchen")
+
+
+def test_check_probes_each_endpoint(daemon, whisper_server, bad_server):
+    result = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(daemon.config_path)]
+        + ["check", "--no-load", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    models = json.loads(result.stdout)["models"]
+    assert models["asr:remote"]["endpoints"][0]["up"] is True
+    assert "fallback: tiny.en" in models["asr:remote"]["remote"]
+    assert models["asr:500"]["endpoints"][0]["up"] is False
+    # A remote with no endpoint up and no fallback is a problem: exit code 1.
+    assert result.returncode == 1
+    assert any("asr:500" in p for p in json.loads(result.stdout)["problems"])
 
 
 def test_a_dead_remote_falls_back_and_is_used_again_when_back(

@@ -300,7 +300,7 @@ async def raw(daemon: Daemon) -> tuple[asyncio.StreamReader, asyncio.StreamWrite
 
 
 async def next_event(reader: asyncio.StreamReader) -> dict | None:
-    line = await asyncio.wait_for(reader.readline(), 30)
+    line = await asyncio.wait_for(reader.readline(), 60)  # > limits.request_timeout_s
     if not line:
         return None
     header = json.loads(line)

@@ -11,7 +11,7 @@ import pytest
 from daemon.config import Config, load_config, parse_config
 from daemon.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def error_of(text: str) -> str:

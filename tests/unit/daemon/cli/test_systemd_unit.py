@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 UNIT = ROOT / "systemd" / "hearth.service"
 INSTALLED_HEARTH = "/opt/hearth/bin/hearth"
 MAX_EXPOSURE = 2.0

@@ -7,7 +7,7 @@ from pathlib import Path
 from daemon.cli import install as installer
 from daemon.cli.install import Layout, install, render_unit, uninstall
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

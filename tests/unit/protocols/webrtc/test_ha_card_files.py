@@ -8,7 +8,7 @@ from pathlib import Path
 
 from protocols.webrtc.pages import FILES
 
-FOLDER = Path(__file__).resolve().parents[2] / "integrations" / "homeassistant"
+FOLDER = Path(__file__).resolve().parents[4] / "integrations" / "homeassistant"
 
 
 def test_hacs_json_names_the_card_at_the_folders_root() -> None:
