@@ -18,7 +18,7 @@ there and what it may import. From the bottom up:
 * ``service.py``: the one composition root; it wires rooms and protocols together.
 * ``cli/``: the ``hearth`` command, the process's entry point.
 
-Imports only go downward in that list (``bench/import_graph.py`` checks it).
+Imports only go downward in that list (``tests/import_graph.py`` checks it).
 """
 
 __version__ = "0.1.0"

@@ -3,7 +3,8 @@
 ``engines`` loads every configured model on its planned device and holds them
 with their worker pools, the chat service and the speech pipeline
 (:class:`~daemon.runtime.engines.Engines`, what protocols receive); ``startup``
-warms them up; ``reload`` decides what a SIGHUP changes and retires replaced
+warms them up; ``remote`` builds the engines served by remote servers; ``reload``
+decides what a SIGHUP changes and retires replaced
 engines. Runtime may import every room below it (``errors``, ``config``, ``ops``,
 ``audio``, ``engines``, ``speech``, ``voices``), never ``protocols``,
 ``service`` or ``cli``.
