@@ -318,3 +318,15 @@ def add_user_voice(
         "speaker_id_map": {speaker: i for i, speaker in enumerate(speakers)},
     }
     (folder / f"{name}.onnx.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+class FakeService:
+    """The running service as the HTTP app sees it, over fake engines."""
+
+    def __init__(self, config: Config, engines: Engines) -> None:
+        self.config = config
+        self.engines = engines
+
+    def health(self) -> tuple[bool, dict[str, object]]:
+        """Always ready."""
+        return True, {"status": "ok"}

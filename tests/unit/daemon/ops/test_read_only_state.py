@@ -27,8 +27,7 @@ from daemon.voices.enroll import Enrollment
 from daemon.voices.training import Training
 from protocols.http.app import create_app
 from protocols.http.willow import save_upload
-from tests.fakes import FakeEngines, fake_config, fake_engines, utterance
-from tests.unit.protocols.http.test_hostile_input import Service
+from tests.fakes import FakeEngines, FakeService, fake_config, fake_engines, utterance
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -93,7 +92,7 @@ def fakes(read_only: Path) -> Iterator[FakeEngines]:
 
 @pytest.fixture
 def client(fakes: FakeEngines) -> TestClient:
-    return TestClient(create_app(Service(fakes.engines.config, fakes.engines)))
+    return TestClient(create_app(FakeService(fakes.engines.config, fakes.engines)))
 
 
 def assert_unwritable(resp: Any, root: Path) -> None:

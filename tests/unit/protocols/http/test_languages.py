@@ -8,40 +8,11 @@ from __future__ import annotations
 
 import io
 import wave
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from daemon.config import Config
-from daemon.runtime.engines import Engines
-from protocols.http.app import create_app
-from tests.fakes import KITCHEN, FakeEngines, fake_config, fake_engines, utterance
-
-
-class Service:
-    """The running service as the HTTP app sees it, over fake engines."""
-
-    def __init__(self, config: Config, engines: Engines) -> None:
-        self.config = config
-        self.engines = engines
-
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        return True, {"status": "ok"}
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> Iterator[FakeEngines]:
-    engines = fake_engines(fake_config(tmp_path))
-    yield engines
-    engines.close()
-
-
-@pytest.fixture
-def client(fakes: FakeEngines) -> TestClient:
-    return TestClient(create_app(Service(fakes.engines.config, fakes.engines)))
+from tests.fakes import KITCHEN, utterance
 
 
 def wav() -> bytes:
