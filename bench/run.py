@@ -33,6 +33,7 @@ from daemon.config import parse_config  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402
 from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
+from daemon.engines.models import EMBEDDED_LLM_NAME  # noqa: E402
 from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
 from daemon.engines.vad import create_vad  # noqa: E402
 from daemon.runtime.engines import Engines, load_engines  # noqa: E402
@@ -218,7 +219,7 @@ async def main(runs: int, output: Path) -> None:
         "## Core engines",
         "",
         f"Machine: {machine()}. Date: {today}. Medians of {runs} runs; engines on CPU "
-        f"with the embedded models (tiny.en int8, en_US-joe-medium, SmolLM2-135M Q4_1). "
+        f"with the embedded models (tiny.en int8, en_US-joe-medium, {EMBEDDED_LLM_NAME}). "
         f"Engines loaded in {load_s:.1f} s. Run with `make bench`.",
         "",
         "| measure | result | baseline / target | verdict |",

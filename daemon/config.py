@@ -241,6 +241,17 @@ class VadConfig:
     speculative_silence_ms: int = field(default=240, metadata=_c(min=30, max=5000))
     trailing_silence_ms: int = field(default=700, metadata=_c(min=60, max=10000))
     padding_ms: int = field(default=240, metadata=_c(min=0, max=2000))
+    turn: Literal["smart-turn", "off"] = "smart-turn"
+    """End of turn by a turn model (Smart Turn v3.2) instead of a fixed silence."""
+    turn_model: str = ""
+    """An ONNX turn model file ("" : the embedded Smart Turn v3.2 CPU model)."""
+    turn_threshold: float = field(default=0.5, metadata=_c(min=0.0, max=1.0))
+    turn_check_ms: int = field(default=200, metadata=_c(min=30, max=5000))
+    """Silence after speech before the turn model is first asked."""
+    turn_recheck_ms: int = field(default=0, metadata=_c(min=0, max=5000))
+    """Further silence between later checks while the model says "incomplete" (0: none)."""
+    max_pause_ms: int = field(default=1600, metadata=_c(min=60, max=10000))
+    """With the turn model: the longest pause inside a turn (the turn ends here)."""
 
 
 @dataclass(frozen=True)
@@ -250,6 +261,45 @@ class TtsCacheConfig:
     enabled: bool = True
     dir: str = ""
     max_mb: int = field(default=256, metadata=_c(min=1, max=1_000_000))
+
+
+def _remote_voice_ok(value: str) -> str | None:
+    if (
+        not value
+        or len(value) > 128
+        or value.startswith(".")
+        or any(c.isspace() or c in "/\\?#%" for c in value)
+    ):
+        return "must be a voice name (1-128 characters, no spaces, '/', '?', '#' or '%')"
+    return None
+
+
+@dataclass(frozen=True)
+class RemoteTtsConfig:
+    """Voices served by an OpenAI-compatible speech server (Kokoro-FastAPI, speaches,
+    openedai-speech, another Hearth): one model, one or more base URLs."""
+
+    name: str = field(default="", metadata=_c(check=_remote_voice_ok))
+    """Names the group in logs, /metrics and ``hearth check``."""
+    base_url: str = field(default="", metadata=_c(check=_base_url_ok))
+    base_urls: list[str] = field(default_factory=list, metadata=_c(check=_base_url_ok))
+    model: str = "tts-1"
+    voices: list[str] = field(default_factory=list, metadata=_c(check=_remote_voice_ok))
+    """The server's voice names; each is offered here as ``prefix`` + its name."""
+    prefix: str = ""
+    language: str = "en"
+    api_key: str = ""
+    response_format: Literal["wav", "pcm"] = "wav"
+    sample_rate: int = field(default=24000, metadata=_c(min=8000, max=48000))
+    """The rate the server speaks at (``pcm`` answers carry none; WAV ones are resampled)."""
+    timeout_s: float = field(default=30.0, metadata=_c(min=0.5, max=3600.0))
+    retry_s: float = field(default=5.0, metadata=_c(min=0.1, max=3600.0))
+    fallback: str = ""
+    """A local voice that speaks when every endpoint fails ("": a clear error instead)."""
+
+    def local_names(self) -> dict[str, str]:
+        """Each voice's name here (``prefix`` + the server's name) -> the server's name."""
+        return {f"{self.prefix}{voice}": voice for voice in self.voices}
 
 
 @dataclass(frozen=True)
@@ -262,6 +312,7 @@ class TtsConfig:
     sentence_silence_ms: int = field(default=150, metadata=_c(min=0, max=5000))
     loaded_voices: int = field(default=4, metadata=_c(min=1, max=64))
     cache: TtsCacheConfig = field(default_factory=TtsCacheConfig)
+    remote: list[RemoteTtsConfig] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -288,10 +339,12 @@ class LlmConfig:
     context_tokens: int = field(default=2048, metadata=_c(min=256, max=131072))
     threads: int = field(default=0, metadata=_c(min=0, max=256))
     system_prompt: str = (
-        "You are Hearth, a helpful voice assistant in a home. Answer in one or two short sentences."
+        "You are Hearth, a helpful voice assistant in a home. Answer in one or two short "
+        "sentences; your answers are spoken aloud, so use plain words, no lists or code."
     )
-    temperature: float = field(default=0.3, metadata=_c(min=0.0, max=2.0))
+    temperature: float = field(default=0.0, metadata=_c(min=0.0, max=2.0))
     top_p: float = field(default=0.9, metadata=_c(min=0.0, max=1.0))
+    repeat_penalty: float = field(default=1.1, metadata=_c(min=1.0, max=2.0))
     max_tokens: int = field(default=128, metadata=_c(min=1, max=8192))
     history_turns: int = field(default=8, metadata=_c(min=0, max=100))
     history_ttl_s: int = field(default=1800, metadata=_c(min=1, max=604800))
@@ -676,6 +729,32 @@ def _cross_checks(config: Config) -> None:
     ):
         raise _Invalid(("llm", "remote", "base_url"), "must be set when llm.backend is remote")
     _remote_checks(config)
+    _tts_remote_checks(config)
+
+
+def _tts_remote_checks(config: Config) -> None:
+    """Remote voice groups name their servers and voices; no voice is named twice."""
+    groups: set[str] = set()
+    names: set[str] = set()
+    for i, r in enumerate(config.tts.remote):
+        path = ("tts", "remote", str(i))
+        if not r.name or r.name in groups:
+            raise _Invalid((*path, "name"), f'must be set and unique, got "{r.name}"')
+        groups.add(r.name)
+        if not (r.base_url or r.base_urls):
+            raise _Invalid((*path, "base_url"), "must be set")
+        if not r.voices:
+            raise _Invalid((*path, "voices"), "must name at least one voice the server offers")
+        for local in r.local_names():
+            if _remote_voice_ok(local) or local in names:
+                raise _Invalid((*path, "voices"), f'"{local}" is not a usable, unique voice name')
+            names.add(local)
+    for i, r in enumerate(config.tts.remote):
+        if r.fallback in names:
+            raise _Invalid(
+                ("tts", "remote", str(i), "fallback"),
+                f'must name a local voice, not a remote one, got "{r.fallback}"',
+            )
 
 
 def _remote_checks(config: Config) -> None:

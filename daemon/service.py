@@ -37,7 +37,8 @@ from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
 from daemon.runtime.engines import Engines, load_engines
-from daemon.runtime.reload import ReloadPlan, plan_reload, retire
+from daemon.runtime.reload import ReloadPlan, plan_reload, remote_engines, retire
+from daemon.runtime.remote import close_remotes
 from daemon.runtime.startup import in_daemon_thread, warm_up
 from daemon.voices.training import Training
 
@@ -407,6 +408,7 @@ class HearthService:
         if engines is not None:
             if engines.llm is not None:
                 await engines.llm.close()
+            await close_remotes(remote_engines(engines))
             engines.close()
 
 

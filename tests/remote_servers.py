@@ -127,7 +127,7 @@ class BadServer:
 
 
 class LlamaServer:
-    """llama.cpp's own OpenAI-compatible server over the embedded SmolLM2 GGUF."""
+    """llama.cpp's own OpenAI-compatible server over the embedded LLM's GGUF."""
 
     def __init__(self, logdir: Path, port: int = 0) -> None:
         self.port = port or free_port()
@@ -139,7 +139,7 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout: float = 90) -> LlamaServer:
-        from daemon.engines.models import EMBEDDED_LLM
+        from daemon.engines.models import EMBEDDED_LLM, embedded_gguf
 
         log = (self.logdir / f"llama-{time.monotonic_ns()}.log").open("wb")
         self.proc = subprocess.Popen(
@@ -148,7 +148,7 @@ class LlamaServer:
                 "-m",
                 "llama_cpp.server",
                 "--model",
-                str(embedded_path(EMBEDDED_LLM)),
+                str(embedded_gguf(EMBEDDED_LLM)),
                 "--host",
                 "127.0.0.1",
                 "--port",

@@ -116,6 +116,29 @@ def _float_to_int16(audio: np.ndarray) -> np.ndarray:
     return (np.clip(audio, -1.0, 1.0) * 32767.0).astype(np.int16)
 
 
+class PcmResampler:
+    """Streaming resampler of mono s16 PCM between two rates: chunk boundaries leave no
+    clicks, and a chunk may end mid-sample (the odd byte waits for the next)."""
+
+    def __init__(self, from_rate: int, to_rate: int) -> None:
+        self._rest = b""
+        self._stream = None
+        if from_rate != to_rate:
+            import soxr
+
+            self._stream = soxr.ResampleStream(from_rate, to_rate, 1, dtype="float32")
+
+    def feed(self, pcm: bytes, last: bool = False) -> bytes:
+        """The resampled audio for ``pcm`` so far (all of it with ``last``)."""
+        data = self._rest + pcm
+        usable = len(data) - len(data) % 2
+        self._rest = data[usable:]
+        if self._stream is None:
+            return data[:usable]
+        audio = np.frombuffer(data[:usable], dtype="<i2").astype(np.float32) / 32768.0
+        return float_to_pcm(self._stream.resample_chunk(audio, last=last))
+
+
 def resample_pcm(pcm: bytes, from_rate: int, to_rate: int) -> bytes:
     """Resample mono s16 PCM between rates."""
     if from_rate == to_rate or not pcm:

@@ -59,17 +59,23 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
             models["llm"] = {"error": str(exc)}
     else:
         models["llm"] = remote["llm"]
+    remote_voices = {name for r in config.tts.remote for name in r.local_names()}
     try:
         from daemon.engines.tts.voices import VoiceStore
 
-        voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
-        models["tts"] = {
-            "path": str(voice.model_path),
-            "size_mb": round(size_mb(voice.model_path), 1),
-        }
+        if config.tts.default_voice in remote_voices:
+            models["tts"] = {"remote": f"default voice {config.tts.default_voice} is remote"}
+        else:
+            voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
+            models["tts"] = {
+                "path": str(voice.model_path),
+                "size_mb": round(size_mb(voice.model_path), 1),
+            }
     except HearthError as exc:
         models["tts"] = {"error": str(exc)}
         problems.append(str(exc))
+    for group in config.tts.remote:
+        models[f"tts:{group.name}"] = remote[f"tts:{group.name}"]
     out["models"] = models
     if config.https.enabled:
         from daemon.ops.tls import certificate_files, fingerprint

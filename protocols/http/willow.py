@@ -72,34 +72,41 @@ class AsrQuery:
         return asr_model_name(engines, self.model, WIS_MODELS)
 
 
-def willow_settings(engines: Engines, config: Config) -> SessionSettings:
-    """Session settings for device uploads, which end soon after the speaker pauses."""
+def willow_settings(engines: Engines, config: Config, turn: bool = False) -> SessionSettings:
+    """Session settings for device uploads, which end soon after the speaker pauses.
+
+    A device ends its upload itself (its own VAD), so the turn model is only asked
+    with ``turn`` (a speech-to-speech upload that may stream on after the turn)."""
     base = engines.session_settings
     return dataclasses.replace(
         base,
         padding_s=config.willow.padding_ms / 1000,
         endpoint=dataclasses.replace(
-            base.endpoint, speculative_silence_s=config.willow.speculative_silence_ms / 1000
+            base.endpoint,
+            speculative_silence_s=config.willow.speculative_silence_ms / 1000,
+            turn=turn and base.endpoint.turn,
         ),
     )
 
 
-def willow_session(engines: Engines, config: Config, query: AsrQuery) -> SpeechSession:
+def willow_session(
+    engines: Engines, config: Config, query: AsrQuery, turn: bool = False
+) -> SpeechSession:
     """A speech session for one device upload (no partial transcripts)."""
     return engines.new_session(
         query.model_name(engines),
         SessionOptions(transcribe=query.options, partials=False),
-        willow_settings(engines, config),
+        willow_settings(engines, config, turn),
     )
 
 
 def upload_session(
-    request: Request, engines: Engines, config: Config, query: AsrQuery
+    request: Request, engines: Engines, config: Config, query: AsrQuery, turn: bool = False
 ) -> tuple[SpeechSession, BodyDecoder]:
     """The session and body decoder for an upload described by ``x-audio-*`` headers."""
     limits = config.limits
     codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
-    session = willow_session(engines, config, query)
+    session = willow_session(engines, config, query, turn)
     return session, body_decoder(codec, fmt, limits.max_audio_s)
 
 
@@ -108,10 +115,13 @@ async def feed_body(
     session: SpeechSession,
     decoder: BodyDecoder,
     kept: list[bytes] | None = None,
+    until_turn_end: bool = False,
 ) -> None:
     """Feed the request body to the session chunk by chunk, as it arrives.
 
-    Raises InvalidAudio when the body holds no audio at all.
+    With ``until_turn_end``, reading stops when the session decides the speaker's
+    turn is over (the rest of the body is not needed). Raises InvalidAudio when the
+    body holds no audio at all.
     """
 
     async def feed(pcm: bytes) -> None:
@@ -129,6 +139,8 @@ async def feed_body(
         pcm = decoder.feed(chunk) if inline else await asyncio.to_thread(decoder.feed, chunk)
         if pcm:
             await feed(pcm)
+            if until_turn_end and session.turn_ended:
+                return
     if tail := await asyncio.to_thread(decoder.finish):
         await feed(tail)
     if session.samples == 0:

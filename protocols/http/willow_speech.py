@@ -193,8 +193,9 @@ async def sts(
     feed: Callable[[], Awaitable[None]]
     data = await _form_audio(request)
     if data is None:
-        session, decoder = upload_session(request, engines, config, query)
-        feed = functools.partial(feed_body, request, session, decoder)
+        # A streamed body may go on after the speaker is done: the turn decides.
+        session, decoder = upload_session(request, engines, config, query, turn=True)
+        feed = functools.partial(feed_body, request, session, decoder, until_turn_end=True)
     else:
         session = willow_session(engines, config, query)
         feed = functools.partial(_feed_file, session, data, limits.max_audio_s)

@@ -30,7 +30,7 @@ from daemon.engines.tts.service import TtsService
 from daemon.errors import Busy, HearthError, InvalidRequest
 from daemon.runtime.engines import Engines
 from daemon.speech import events as ev
-from daemon.speech.pipeline import PipelineRun
+from daemon.speech.pipeline import PipelineRun, SpeculativeReplies
 from daemon.speech.session import SessionOptions, SpeechSession
 from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNote
 from protocols.patches.aiortc import ignore_bye
@@ -196,13 +196,16 @@ class RtcSession:
         return renewed
 
     async def _listen(self, speech: SpeechSession, hands_free: bool) -> None:
-        """Send a speech session's events as they come (no reply pipeline)."""
+        """Send a speech session's events as they come; hands-free, start replies."""
+        replies = self._hands_free_replies() if hands_free else None
         try:
             async for event in speech.events():
                 self._forward(event)
+                if replies is not None:
+                    await replies.observe(event)
                 if isinstance(event, ev.FinalTranscript):
                     if hands_free:
-                        self._on_final(event)
+                        self._on_final(event, replies)
                     else:
                         self._send_infer(event)
         except HearthError as exc:
@@ -211,6 +214,17 @@ class RtcSession:
             _LOGGER.exception("[%s] speech events failed", self.id)
             if self.speech is speech:
                 await self._intake_failed()
+        finally:
+            if replies is not None:
+                await replies.close()
+
+    def _hands_free_replies(self) -> SpeculativeReplies | None:
+        """Replies that start on the speculative transcript, when replies are asked for."""
+        command = self.command
+        pipeline = self._engines().pipeline
+        if command is None or not command.reply or pipeline is None:
+            return None
+        return pipeline.replies(self.id, command.speak, self._reply_options(command))
 
     def _send_wake(self, notes: list[WakeNote]) -> None:
         """Tell the page the word was heard (it may chime) or that it waits again."""
@@ -239,20 +253,11 @@ class RtcSession:
                 self._reply = None
             self.send(messages.message("reply", {"done": True, "interrupted": True}))
 
-    def _on_final(self, final: ev.FinalTranscript) -> None:
+    def _on_final(self, final: ev.FinalTranscript, replies: SpeculativeReplies | None) -> None:
         """Hands-free: send the transcript, then the spoken reply if asked for."""
         self._send_infer(final)
-        command = self.command
-        if command is not None and command.reply and final.text.strip():
-            engines = self._engines()
-            if engines.pipeline is not None:
-                run = engines.pipeline.start(
-                    text=final.text,
-                    conversation_id=self.id,
-                    speak=command.speak,
-                    tts_options=self._reply_options(command),
-                )
-                self._start_reply(run)
+        if replies is not None and final.text.strip():
+            self._start_reply(replies.start(final))
 
     # ------------------------------------------------------------------ replies
 

@@ -47,6 +47,12 @@ def test_chat_streams_a_reply():
     assert result.stdout.strip()
 
 
+def test_chat_answers_a_simple_question_with_the_embedded_model():
+    result = hearth("chat", "What is the capital of France?")
+    assert result.returncode == 0, result.stderr
+    assert "paris" in result.stdout.lower(), result.stdout
+
+
 def test_check_shows_every_decision():
     result = hearth("check")
     assert result.returncode == 0, result.stdout + result.stderr

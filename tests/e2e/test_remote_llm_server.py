@@ -1,5 +1,5 @@
 """The remote LLM backend against a real OpenAI-compatible server: llama.cpp's own,
-serving the embedded SmolLM2 on a free loopback port."""
+serving the embedded LLM on a free loopback port."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ import pytest
 
 from daemon.config import parse_config
 from daemon.engines.hardware import HardwareReport
-from daemon.engines.models import EMBEDDED_LLM, embedded_path
+from daemon.engines.models import EMBEDDED_LLM, embedded_gguf
 from daemon.runtime.engines import load_engines
 from tests.helpers import free_port
 
@@ -28,7 +28,7 @@ def llama_server(tmp_path_factory):
             "-m",
             "llama_cpp.server",
             "--model",
-            str(embedded_path(EMBEDDED_LLM)),
+            str(embedded_gguf(EMBEDDED_LLM)),
             "--host",
             "127.0.0.1",
             "--port",

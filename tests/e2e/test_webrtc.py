@@ -103,6 +103,34 @@ async def test_hands_free_finds_two_utterances(daemon, kitchen, speak):
         await client.close()
 
 
+def _trimmed(pcm: np.ndarray) -> np.ndarray:
+    """Speech without Piper's leading and trailing silence (10 ms frames under -40 dBFS)."""
+    frames = pcm[: len(pcm) // 160 * 160].astype(np.float32).reshape(-1, 160) / 32768
+    loud = np.flatnonzero(np.sqrt((frames**2).mean(axis=1)) > 0.01)
+    return pcm[loud[0] * 160 : (loud[-1] + 1) * 160]
+
+
+async def test_a_pause_mid_sentence_is_one_turn_not_two(daemon, speak):
+    # "I need to buy milk, eggs and ... bread": 1 s of silence, longer than the fixed
+    # 700 ms that cut people off here; the turn model hears that the sentence goes on.
+    client = await connected(daemon)
+    try:
+        client.send("listen")
+        assert (await client.expect("state"))["obj"]["mode"] == "hands-free"
+        head = _trimmed(speak("I need to buy milk, eggs and"))
+        tail = _trimmed(speak("a loaf of bread."))
+        await client.speak(np.concatenate([silence(0.3), head, silence(1.0), tail, silence(2.0)]))
+        infer = await client.expect("infer")
+        spoken = "I need to buy milk, eggs and a loaf of bread."
+        assert_heard(infer["obj"]["text"], spoken, "milk", "bread")
+        await asyncio.sleep(0.5)
+        assert [m["type"] for m in client.received].count("infer") == 1
+        speech = [m["obj"]["speech"] for m in client.received if m["type"] == "vad"]
+        assert speech == [True, False]
+    finally:
+        await client.close()
+
+
 async def test_the_reply_track_speaks_the_reply_text(daemon, engines, speak):
     client = await connected(daemon)
     try:

@@ -20,9 +20,11 @@ class ChatMessage:
 class Sampling:
     """Sampling settings for one completion."""
 
-    temperature: float = 0.3
+    temperature: float = 0.0
     top_p: float = 0.9
     max_tokens: int = 128
+    repeat_penalty: float = 1.1
+    """Penalty on tokens already in the context (1.0: none); local models only."""
 
 
 class LlmEngine(ABC):

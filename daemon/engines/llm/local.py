@@ -79,6 +79,7 @@ class LocalLlm(LlmEngine):
                     temperature=sampling.temperature,
                     top_p=sampling.top_p,
                     max_tokens=sampling.max_tokens,
+                    repeat_penalty=sampling.repeat_penalty,
                 )
                 for chunk in cast(Iterator[dict[str, Any]], stream):
                     piece = chunk["choices"][0]["delta"].get("content")

@@ -52,6 +52,8 @@ class SentenceAudio:
     rate: int
     """Sample rate (Hz)."""
     sentence: str
+    fallback: bool = False
+    """Spoken by a remote voice's local fallback: such audio is never cached."""
 
 
 class TtsEngine(ABC):

@@ -1,19 +1,27 @@
-"""Streaming, cached speech synthesis over the voice store, used by every protocol."""
+"""Streaming, cached speech synthesis over the voice store, used by every protocol.
+
+Local voices are synthesized sentence by sentence in the TTS worker pool; remote
+voices (``tts.remote``) are streamed from their server as the audio arrives, and
+spoken by their local fallback voice when every endpoint fails (never cached).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 
-from daemon.audio.pcm import encode, resample_pcm
+from daemon.audio.pcm import PcmResampler, encode, resample_pcm
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
 from daemon.engines.tts.cache import TtsCache, cache_key
+from daemon.engines.tts.remote import MixedTts, RemoteTts, SpeakLocally
 from daemon.engines.tts.text import bound_pieces, check_speakable, split_sentences
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
-from daemon.errors import Busy, InvalidText, RequestTimeout, TextTooLong
+from daemon.errors import Busy, InvalidText, RemoteUnavailable, RequestTimeout, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
 READ_AHEAD = 4
@@ -99,7 +107,9 @@ class TtsService:
         it synthesizes, never while a reader is slow: a task synthesizes up to
         ``READ_AHEAD`` sentences ahead into this request's own buffer, and stops
         (the stream then fails with RequestTimeout) when the buffer stays full for
-        ``stall_timeout_s``.
+        ``stall_timeout_s``. A remote voice holds no worker: its sentences are
+        streamed into the same buffer as the audio arrives (only its local fallback
+        runs in the pool).
         """
         silence_s = (
             self.sentence_silence_s
@@ -116,6 +126,10 @@ class TtsService:
             if index < last:
                 pcm += gap
             return SentenceAudio(pcm, rate, sentence)
+
+        remote = self.engine.remote(voice) if isinstance(self.engine, MixedTts) else None
+        if voice.remote is not None and remote is None:
+            raise RemoteUnavailable(f"remote voice '{voice.name}' is not configured here")
 
         queue: asyncio.Queue[SentenceAudio | None] = asyncio.Queue(READ_AHEAD)
         failure: list[BaseException] = []
@@ -135,7 +149,14 @@ class TtsService:
         async def produce() -> None:
             try:
                 for index, sentence in enumerate(sentences):
-                    await put(await self._run_piece(work, index, sentence))
+                    if remote is None:
+                        await put(await self._run_piece(work, index, sentence))
+                        continue
+                    tail = gap if index < last else b""
+                    async for block in self._remote_piece(
+                        remote, voice, index, sentence, options, rate, tail
+                    ):
+                        await put(block)
                 await put(None)
             except asyncio.CancelledError:
                 raise
@@ -155,6 +176,52 @@ class TtsService:
                 yield item
         finally:
             producer.cancel()
+
+    async def _remote_piece(
+        self,
+        remote: RemoteTts,
+        voice: VoiceInfo,
+        index: int,
+        sentence: str,
+        options: SynthesisOptions,
+        rate: int,
+        tail: bytes,
+    ) -> AsyncIterator[SentenceAudio]:
+        """One sentence of a remote voice as its audio arrives (no worker is held), or
+        the whole sentence from the group's local fallback voice when every endpoint
+        failed before any audio."""
+        resampler = PcmResampler(voice.sample_rate, rate)
+        try:
+            async with contextlib.aclosing(remote.stream(voice, sentence, options)) as pcms:
+                async for pcm in pcms:
+                    if out := resampler.feed(pcm):
+                        yield SentenceAudio(out, rate, sentence)
+        except SpeakLocally as exc:
+            local = await self.store.get_async(exc.voice)
+            if local.remote is not None:
+                raise RemoteUnavailable(f"fallback voice '{local.name}' is remote") from None
+            yield await self._run_piece(
+                self._fallback_work(local, options, rate, tail), index, sentence
+            )
+            return
+        end = resampler.feed(b"", last=True) + tail
+        if end:
+            yield SentenceAudio(end, rate, sentence)
+
+    def _fallback_work(
+        self, local: VoiceInfo, options: SynthesisOptions, rate: int, tail: bytes
+    ) -> Callable[[int, str], SentenceAudio]:
+        """What a worker runs to speak a sentence with a remote voice's local fallback."""
+        assert isinstance(self.engine, MixedTts)
+        engine = self.engine.local
+        local_options = dataclasses.replace(options, voice=local.name, speaker=None)
+
+        def work(index: int, sentence: str) -> SentenceAudio:
+            pcm = b"".join(engine.synthesize(local, sentence, local_options))
+            pcm = resample_pcm(pcm, local.sample_rate, rate) + tail
+            return SentenceAudio(pcm, rate, sentence, fallback=True)
+
+        return work
 
     async def _run_piece(
         self, work: Callable[[int, str], SentenceAudio], index: int, sentence: str
@@ -182,10 +249,12 @@ class TtsService:
             yield SentenceAudio(hit, self.output_rate(voice, options), text)
             return
         parts = []
+        fallback = False
         async for block in self.stream_prepared(voice, sentences, options):
             parts.append(block.pcm)
+            fallback = fallback or block.fallback
             yield block
-        if any(parts):
+        if any(parts) and not fallback:  # a fallback's audio must not outlive the outage
             await self.cache_put(key, b"".join(parts))
 
     def key(self, text: str, voice: VoiceInfo, options: SynthesisOptions, fmt: str) -> str | None:
@@ -194,6 +263,8 @@ class TtsService:
             return None
         # The model's change time: a voice replaced under the same name is not served stale.
         opts = asdict(options) | {"voice": voice.name, "voice_version": voice.version}
+        if voice.remote is not None:  # the server, model and voice that speak it
+            opts["remote"] = asdict(voice.remote)
         if opts["sentence_silence_s"] is None:
             opts["sentence_silence_s"] = self.sentence_silence_s
         return cache_key(text=text, options=opts, fmt=fmt)
@@ -222,11 +293,13 @@ class TtsService:
         hit = await self.cache_get(key)
         if hit is not None:
             return hit
-        parts = [block.pcm async for block in self.stream_prepared(voice, sentences, options)]
+        blocks = [block async for block in self.stream_prepared(voice, sentences, options)]
+        parts = [block.pcm for block in blocks]
         if not any(parts):
             raise InvalidText("the text has nothing speakable in it")
         data = await asyncio.to_thread(
             encode, b"".join(parts), self.output_rate(voice, options), fmt
         )
-        await self.cache_put(key, data)
+        if not any(block.fallback for block in blocks):
+            await self.cache_put(key, data)
         return data

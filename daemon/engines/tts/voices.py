@@ -62,6 +62,16 @@ _D = TypeVar("_D", bound=float | None)
 
 
 @dataclass(frozen=True)
+class RemoteVoice:
+    """Where a remote voice is spoken: its ``tts.remote`` group, the model and the
+    server's own name for the voice (part of the cache key)."""
+
+    group: str
+    model: str
+    voice: str
+
+
+@dataclass(frozen=True)
 class VoiceInfo:
     """One voice in the store."""
 
@@ -90,6 +100,8 @@ class VoiceInfo:
     created: str = ""
     version: int = 0
     """Model file change time (ns): loaded models and cached audio key on it."""
+    remote: RemoteVoice | None = None
+    """Set for a voice a remote server speaks (``tts.remote``); no model on disk."""
 
     def describe(self) -> dict[str, Any]:
         """The voice as JSON for the HTTP API and the CLI."""
@@ -104,6 +116,7 @@ class VoiceInfo:
             "read_only": self.read_only,
             "created": self.created,
             "defaults": {key: getattr(self, key) for key in DEFAULT_KEYS},
+            "remote": self.remote.group if self.remote is not None else None,
         }
 
 
@@ -128,6 +141,8 @@ class VoiceStore:
 
     def __init__(self, user_dir: Path) -> None:
         self.user_dir = user_dir
+        self._remote: dict[str, VoiceInfo] = {}
+        """Voices remote servers speak (``tts.remote``), by name: set by the engines."""
         self._index: dict[str, VoiceInfo] = {}
         """Every voice the last reads found, by name: :meth:`recall` answers from it."""
         self._index_lock = threading.Lock()
@@ -174,9 +189,29 @@ class VoiceStore:
         voices = (_read_folder(folder) for folder in sorted(self.user_dir.iterdir()))
         return [voice for voice in voices if voice is not None]
 
+    def set_remote(self, voices: builtins.list[VoiceInfo]) -> None:
+        """Offer ``voices`` (spoken by remote servers) beside the local ones.
+
+        Raises:
+            InvalidVoice: one is called like a bundled voice (a ``prefix`` tells them apart).
+        """
+        bundled = {v.name for v in self._bundled_voices}
+        for voice in voices:
+            if voice.name in bundled:
+                raise InvalidVoice(
+                    f"remote voice '{voice.name}' has the name of a bundled voice; "
+                    "give its tts.remote entry a prefix"
+                )
+        with self._index_lock:
+            for name in self._remote:
+                self._index.pop(name, None)
+            self._remote = {v.name: v for v in voices}
+            self._index.update(self._remote)
+
     def list(self) -> list[VoiceInfo]:
-        """Every voice, bundled first; a user voice may not shadow a bundled name."""
-        bundled = self._bundled_voices
+        """Every voice, bundled first, then remote ones; a user voice may not shadow
+        a bundled or remote name."""
+        bundled = self._bundled_voices + builtins.list(self._remote.values())
         names = {v.name for v in bundled}
         voices = bundled + [v for v in self._user() if v.name not in names]
         with self._index_lock:
@@ -238,6 +273,9 @@ class VoiceStore:
             if voice.name == name:
                 self._remember(name, voice)
                 return voice
+        remote = self._remote.get(name)
+        if remote is not None:
+            return remote
         # The name check keeps a path ("../x", "/x") from leaving the store.
         found = _read_folder(self.user_dir / name) if NAME_RE.fullmatch(name) else None
         self._remember(name, found)
@@ -282,7 +320,11 @@ class VoiceStore:
     def check_new_name(self, name: str) -> None:
         """InvalidVoice for a bad name, VoiceExists when it is taken."""
         check_name(name)
-        if any(v.name == name for v in self._bundled_voices) or (self.user_dir / name).exists():
+        if (
+            any(v.name == name for v in self._bundled_voices)
+            or name in self._remote
+            or (self.user_dir / name).exists()
+        ):
             raise VoiceExists(f"a voice called '{name}' already exists")
 
     @contextlib.contextmanager
@@ -316,6 +358,11 @@ class VoiceStore:
     def _changeable(self, name: str) -> VoiceInfo:
         """The user voice ``name``; InvalidRequest for a bundled one."""
         voice = self.get(name)
+        if voice.remote is not None:
+            raise InvalidRequest(
+                f"voice '{name}' is spoken by the remote '{voice.remote.group}' "
+                "(tts.remote) and cannot be changed here"
+            )
         if voice.read_only:
             raise InvalidRequest(f"voice '{name}' is bundled with Hearth and cannot be changed")
         return voice

@@ -63,3 +63,57 @@ def test_force_end_cuts_an_endless_utterance():
     drive(ep, "S" * 50)
     assert [(e.kind, round(e.at_s, 2)) for e in ep.force_end()] == [("ended", 1.5)]
     assert ep.state is EndpointState.ENDED and ep.force_end() == []
+
+
+# --------------------------------------------------------------------------- turn model
+
+TURN = EndpointConfig(
+    speech_start_s=0.09,
+    speculative_silence_s=0.24,
+    trailing_silence_s=0.6,
+    turn=True,
+    turn_check_s=0.18,
+    turn_recheck_s=0.3,
+    max_pause_s=1.5,
+)
+
+
+def test_turn_checks_start_early_and_repeat_as_the_silence_grows():
+    ep = Endpointer(TURN)
+    events = drive(ep, "S" * 10 + "." * 40)
+    # Paused (speculation) at the first check, then a check every 0.3 s; no end before
+    # max_pause_s without an answer, whatever trailing_silence_s says.
+    assert events[:3] == [("started", 0.0), ("paused", 0.3), ("turn_check", 0.3)]
+    checks = [k for k, _ in events].count("turn_check")
+    assert checks == 4  # at 0.18, 0.48, 0.78, 1.08 s of silence
+    assert ep.state is EndpointState.PAUSED
+    assert drive(ep, "." * 10)[-1] == ("ended", 0.3)  # 1.5 s of silence
+
+
+def test_complete_ends_at_once_and_incomplete_waits():
+    ep = Endpointer(TURN)
+    drive(ep, "S" * 10 + "." * 6)
+    assert ep.turn_decided(0.3, complete=False) == []
+    assert ep.state is EndpointState.PAUSED
+    ended = ep.turn_decided(0.3, complete=True)
+    assert [(e.kind, round(e.at_s, 2)) for e in ended] == [("ended", 0.3)]
+    assert ep.state is EndpointState.ENDED
+    assert ep.turn_decided(0.3, complete=True) == []  # decided once
+
+
+def test_a_stale_answer_after_speech_resumed_is_ignored():
+    ep = Endpointer(TURN)
+    drive(ep, "S" * 10 + "." * 6 + "S" * 5)  # "set a timer for ... ten minutes"
+    assert ep.state is EndpointState.SPEECH
+    assert ep.turn_decided(0.3, complete=True) == []
+    assert ep.state is EndpointState.SPEECH
+    # The check after the new speech starts over at turn_check_s.
+    events = drive(ep, "." * 6)
+    assert [k for k, _ in events] == ["paused", "turn_check"]
+
+
+def test_without_the_turn_model_the_fixed_silence_decides():
+    ep = Endpointer(CFG)
+    events = drive(ep, "S" * 10 + "." * 30)
+    assert "turn_check" not in [k for k, _ in events]
+    assert ep.turn_decided(0.3, complete=True) == []

@@ -297,3 +297,35 @@ def test_a_failed_reply_reports_its_typed_error_and_logs_the_rest(caplog):
         _one_error(BaseExceptionGroup("x", [asyncio.CancelledError()]))
     with pytest.raises(BaseExceptionGroup):
         _one_error(BaseExceptionGroup("x", [KeyboardInterrupt(), ValueError("v")]))
+
+
+async def test_hands_free_replies_start_on_the_speculative_transcript(tmp_path):
+    from daemon.speech.events import SpeculationDiscarded, SpeculativeTranscript
+
+    llm = FakeLlm(["Done.", " Lights on."], delay=0.01)
+    pipeline, chat = build(llm, tmp_path)
+    replies = pipeline.replies("hf")
+    final = FinalTranscript("turn on the lights", "en", 1000, 800, 1.0, speculative=True)
+    # A guess that speech then overtook is dropped, and the next guess is kept.
+    await replies.observe(SpeculativeTranscript("turn on the", 600))
+    await replies.observe(SpeculationDiscarded())
+    await replies.observe(SpeculativeTranscript("turn on the lights", 800))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if llm.prompts:
+            break
+    events = [e async for e in replies.start(final).events()]
+    assert len(llm.prompts) == 1  # the final reused the running speculative reply
+    assert llm.prompts[-1][-1].content == "turn on the lights"
+    assert any(isinstance(e, SpeechAudio) for e in events) and events[-1] == RunEnded()
+    assert [m.content for m in chat.conversations.history("hf")] == [
+        "turn on the lights",
+        "Done. Lights on.",
+    ]
+    # A final that differs from the guess gets a fresh reply; close drops a stray guess.
+    await replies.observe(SpeculativeTranscript("what time", 500))
+    other = FinalTranscript("what time is it", "en", 1000, 800, 1.0)
+    assert [e async for e in replies.start(other).events()][-1] == RunEnded()
+    assert llm.prompts[-1][-1].content == "what time is it"
+    await replies.observe(SpeculativeTranscript("never claimed", 500))
+    await replies.close()

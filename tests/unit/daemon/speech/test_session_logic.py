@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from daemon.audio.pcm import RATE, AudioFormat
+from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong, InvalidAudio
 from daemon.speech.endpoint import EndpointConfig
@@ -334,3 +335,117 @@ async def test_the_event_stream_waits_when_full_and_ends_after_close():
     await asyncio.wait_for(stream.put(4), 1)  # closed: dropped, never waits
     assert [i async for i in stream] == [2, 3]
     assert await asyncio.wait_for(stream.get(), 1) is None
+
+
+# --------------------------------------------------------------------------- turn model
+
+
+class FakeTurn(TurnModel):
+    """Answers from a script ("complete" when it runs out); records what it saw."""
+
+    name = "fake-turn"
+    window_s = 8.0
+
+    def __init__(self, answers: list[bool] | None = None) -> None:
+        self.answers = list(answers or [])
+        self.seen: list[int] = []
+
+    def predict(self, audio: np.ndarray) -> TurnPrediction:
+        self.seen.append(audio.size)
+        complete = self.answers.pop(0) if self.answers else True
+        return TurnPrediction(1.0 if complete else 0.0, complete)
+
+
+TURN_SETTINGS = SessionSettings(
+    endpoint=EndpointConfig(
+        0.09, 0.24, 0.6, turn=True, turn_check_s=0.15, turn_recheck_s=0.3, max_pause_s=1.5
+    ),
+    padding_s=0.24,
+    max_audio_s=10,
+)
+
+
+def make_turn(turn: FakeTurn | None, hands_free: bool = True) -> SpeechSession:
+    session = SpeechSession(
+        FakeAsr(),
+        WorkerPool("asr", 1, 8),
+        EnergyVad(),
+        WorkerPool("vad", 1, 8),
+        TURN_SETTINGS,
+        SessionOptions(partials=False, hands_free=hands_free),
+        turn=turn,
+        turn_pool=WorkerPool("turn", 1, 8),
+    )
+    session.start(FMT)
+    return session
+
+
+async def settle(reader: Reader, count: int) -> None:
+    """Wait (bounded) until the reader holds ``count`` final transcripts."""
+    for _ in range(500):
+        if len(reader.finals()) >= count:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_a_complete_turn_ends_long_before_the_fixed_silence():
+    turn = FakeTurn([True])
+    session = make_turn(turn)
+    reader = Reader(session)
+    await feed(session, np.concatenate([silence(0.3), tone(0.8), silence(0.3)]))
+    await settle(reader, 1)
+    # 0.3 s of silence is half the 0.6 s trailing silence: only the model ended it.
+    assert len(reader.finals()) == 1
+    assert session.turn_checks == 1
+    # The model heard the utterance from its leading padding to the check.
+    assert 0.8 * RATE < turn.seen[0] < 1.4 * RATE
+    await session.close()
+
+
+async def test_a_pause_mid_sentence_gives_one_transcript_not_two():
+    # "set a timer for ... ten minutes": the model says "not yet" through the pause.
+    turn = FakeTurn([False] * 4 + [True])
+    session = make_turn(turn)
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(0.8), silence(1.0), tone(0.6), silence(0.4)]))
+    await settle(reader, 1)
+    await session.close()
+    await reader.end()
+    finals = reader.finals()
+    assert len(finals) == 1
+    assert int(finals[0].text.split()[0]) > 2.4 * RATE  # both halves, one decode
+    assert [type(e) for e in reader.events].count(VoiceStopped) == 1
+
+
+async def test_an_unsure_model_still_ends_the_turn_at_max_pause():
+    session = make_turn(FakeTurn([False] * 20))
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(0.8), silence(1.2)]))
+    await asyncio.sleep(0.1)
+    assert reader.finals() == []  # 1.2 s of silence, past trailing_silence_s, is a pause
+    await feed(session, silence(0.5))
+    await settle(reader, 1)
+    assert len(reader.finals()) == 1
+    await session.close()
+
+
+async def test_without_a_loaded_model_the_fixed_silence_decides():
+    session = make_turn(None)
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(0.8), silence(0.7)]))
+    await settle(reader, 1)
+    assert len(reader.finals()) == 1 and session.turn_checks == 0
+    await session.close()
+
+
+async def test_push_to_talk_gets_voice_stopped_from_the_model():
+    session = make_turn(FakeTurn([True]), hands_free=False)
+    reader = Reader(session)
+    await feed(session, np.concatenate([tone(0.8), silence(0.3)]))
+    for _ in range(200):
+        if VoiceStopped in reader.kinds():
+            break
+        await asyncio.sleep(0.01)
+    assert VoiceStopped in reader.kinds()
+    final = await finish(session, reader)
+    assert final.speculative  # the decode started at the first check was used
