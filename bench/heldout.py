@@ -48,7 +48,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import wave
 from collections.abc import Callable, Iterator
@@ -461,7 +460,7 @@ BEAM = 1
 """Hearth's default beam (``asr.models.*.beam_size``)."""
 
 
-def raw_model() -> Callable[[bytes], str]:
+def raw_model(temperature: float | None = None) -> Callable[[bytes], str]:
     """faster-whisper alone on a whole WAV file: its own decoding and resampling."""
     import os
 
@@ -482,6 +481,7 @@ def raw_model() -> Callable[[bytes], str]:
             condition_on_previous_text=False,
             without_timestamps=True,
             vad_filter=False,
+            **({} if temperature is None else {"temperature": temperature}),
         )
         return " ".join(s.text.strip() for s in segments).strip()
 
@@ -758,9 +758,16 @@ def _by_condition(clips: list[Clip], results: Results) -> str:
     return "; ".join(parts)
 
 
-def sweep_padding(clips: list[Clip], paddings: list[int], fmt_labels: list[str]) -> None:
-    """The Willow path in-process (no daemon, no pacing) for several ``padding_ms``."""
-    import dataclasses
+def sweep_padding(
+    clips: list[Clip], configs: list[tuple[int, int]], fmt_labels: list[str], greedy: bool
+) -> None:
+    """The Willow path in-process (no daemon, no pacing) for several paddings.
+
+    ``configs``: (padding_ms, speculative padding ms) pairs. With ``greedy`` both the
+    raw model and the session decode at temperature 0 only: no random fallback, so
+    two settings differ only by the audio they decode.
+    """
+    import functools
 
     from daemon.audio.pcm import AudioFormat
     from daemon.config import parse_config
@@ -776,9 +783,12 @@ def sweep_padding(clips: list[Clip], paddings: list[int], fmt_labels: list[str])
     config = parse_config("", "heldout.yaml")
     path = resolve_whisper("tiny.en", Path(tempfile.gettempdir()), allow_download=False)
     asr = WhisperAsr("tiny.en", path)
+    if greedy:
+        model = asr._model  # noqa: SLF001 - a benchmark's switch, not a daemon path
+        model.transcribe = functools.partial(model.transcribe, temperature=0.0)  # type: ignore[method-assign]
     vad = SileroVad(config.vad.threshold)
     asr_pool, vad_pool = WorkerPool("asr", 1, 64), WorkerPool("vad", 1, 64)
-    raw = raw_model()
+    raw = raw_model(temperature=0.0 if greedy else None)
     endpoint = EndpointConfig(
         speech_start_s=config.vad.speech_start_ms / 1000,
         speculative_silence_s=config.willow.speculative_silence_ms / 1000,
@@ -810,18 +820,22 @@ def sweep_padding(clips: list[Clip], paddings: list[int], fmt_labels: list[str])
     for label in fmt_labels:
         fmt = next(f for f in FORMATS if f.label == label)
         base = [raw(wav_file(c, fmt)) for c in clips]
-        base_wer = wer([(c.text, t) for c, t in zip(clips, base, strict=True)])
-        print(f"{label}: raw {base_wer:.1f} %", flush=True)
-        for pad in paddings:
-            settings = SessionSettings(endpoint=endpoint, padding_s=pad / 1000)
+        base_err = clip_errors(clips, base)
+        print(f"{label}: raw {wer([(c.text, t) for c, t in zip(clips, base, strict=True)]):.1f} %")
+        for pad, spec in configs:
+            settings = SessionSettings(
+                endpoint=endpoint, padding_s=pad / 1000, speculative_padding_s=spec / 1000
+            )
             texts = [asyncio.run(one(c, fmt, settings)) for c in clips]
             value = wer([(c.text, t) for c, t in zip(clips, texts, strict=True)])
-            errs, base_err = clip_errors(clips, texts), clip_errors(clips, base)
-            worse = sum(e > b for e, b in zip(errs, base_err, strict=True))
+            errs = clip_errors(clips, texts)
+            worse = [c.key for c, e, b in zip(clips, errs, base_err, strict=True) if e > b]
             better = sum(e < b for e, b in zip(errs, base_err, strict=True))
-            print(f"  padding {pad} ms: {value:.1f} % (worse {worse}, better {better})", flush=True)
-    asr_pool.close() if hasattr(asr_pool, "close") else None
-    _ = dataclasses
+            print(
+                f"  padding {pad} ms, speculative {spec} ms: {value:.1f} % "
+                f"(worse {len(worse)}: {' '.join(worse)}; better {better})",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -830,7 +844,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=6, help="clients at once")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
     parser.add_argument("--load", default="", help="a note on other load during the run")
-    parser.add_argument("--sweep-padding", default="", help="e.g. 120,240,400")
+    parser.add_argument(
+        "--sweep-padding", default="", help="padding/speculative ms pairs: 120/120,300/120"
+    )
+    parser.add_argument("--greedy", action="store_true", help="sweep at temperature 0 only")
     parser.add_argument("--formats", default="", help="sweep: format labels, comma-separated")
     parser.add_argument("--dump", type=Path, default=None, help="write the clips as WAV here")
     args = parser.parse_args()
@@ -848,7 +865,8 @@ def main() -> None:
         return
     if args.sweep_padding:
         labels = args.formats.split(",") if args.formats else [FORMATS[0].label]
-        sweep_padding(clips, [int(p) for p in args.sweep_padding.split(",")], labels)
+        pairs = [tuple(int(v) for v in p.split("/")) for p in args.sweep_padding.split(",")]
+        sweep_padding(clips, [(p[0], p[-1]) for p in pairs], labels, args.greedy)
         return
     results, extra = run_paths(clips, args.workers, log)
     for path_fmt, texts in sorted(results.items()):
@@ -862,5 +880,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    lock = threading.Lock()
     main()

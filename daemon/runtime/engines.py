@@ -228,7 +228,12 @@ class Engines:
             ),
             ChatSettings(
                 system_prompt=config.llm.system_prompt,
-                sampling=Sampling(config.llm.temperature, config.llm.top_p, config.llm.max_tokens),
+                sampling=Sampling(
+                    config.llm.temperature,
+                    config.llm.top_p,
+                    config.llm.max_tokens,
+                    config.llm.repeat_penalty,
+                ),
                 max_prompt_chars=config.limits.max_prompt_chars,
             ),
         )

@@ -1,6 +1,7 @@
 """Remote ASR models end to end: a real ``hearth serve`` whose models are decoded by
 faster-whisper-server (an OpenAI-compatible server that is not Hearth) on loopback,
-beside a local model, and by servers that misbehave."""
+beside a local model, and by servers that misbehave. Each protocol (OpenAI, Wyoming,
+Willow, WebRTC) transcribes through the remote model."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from wyoming.client import AsyncTcpClient
 from tests.daemon import Daemon
 from tests.helpers import assert_heard, silence, wav
 from tests.remote_servers import BadServer, WhisperServer
+from tests.webrtc_client import RtcClient
 
 pytestmark = pytest.mark.e2e
 KITCHEN = "Turn on the kitchen lights."
@@ -61,6 +63,7 @@ def daemon(tmp_path_factory, whisper_server, bad_server) -> Iterator[Daemon]:
             for mode in ("garbage", "hang", "500", "huge")
         )
         + "limits:\n  request_timeout_s: 30\n"
+        + "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 22200\n  port_max: 22299\n"
     )
     yield from Daemon(tmp_path_factory.mktemp("remote-asr"), extra).serve()
 
@@ -163,6 +166,27 @@ def test_willow_transcribes_through_the_remote_model(daemon, kitchen):
     )
     assert resp.status_code == 200, resp.text
     assert_heard(resp.json()["text"], KITCHEN, "kitchen")
+
+
+async def test_webrtc_transcribes_through_the_remote_model(
+    daemon: Daemon, kitchen: np.ndarray
+) -> None:
+    before = sent(daemon, "remote")
+    fallbacks = metric(daemon, "hearth_remote_fallbacks_total", model="remote")
+    client = await RtcClient(daemon.url).connect()
+    try:
+        # Push to talk; the model is chosen at 'start' (one named at 'stop' is not used).
+        client.send("start", model="remote")
+        assert (await client.expect("state"))["obj"]["mode"] == "push-to-talk"
+        await client.speak(np.concatenate([silence(0.2), kitchen, silence(0.4)]))
+        client.send("stop")
+        infer = await client.expect("infer")
+        assert_heard(infer["obj"]["text"], KITCHEN, "kitchen")
+    finally:
+        await client.close()
+    # Decoded by the server, not by the local fallback.
+    assert sent(daemon, "remote") > before
+    assert metric(daemon, "hearth_remote_fallbacks_total", model="remote") == fallbacks
 
 
 @pytest.mark.parametrize("mode", ["garbage", "hang", "500", "huge"])

@@ -508,6 +508,23 @@ def test_sts_streams_a_spoken_reply(daemon, kitchen):
     assert len(decode_file(resp.content)) > RATE // 2
 
 
+def test_sts_ends_the_turn_while_the_body_streams_on(daemon, kitchen, speak):
+    # A microphone that streams on after the command (no device VAD): the turn model
+    # ends the turn, and what is said two seconds later is not part of it.
+    later = speak("What is the weather like tomorrow morning?")
+    audio = np.concatenate([silence(0.3), kitchen, silence(2.0), later, silence(0.5)])
+    resp = httpx.post(
+        device_url(daemon, "/api/sts"),
+        content=paced(audio.astype("<i2").tobytes()),
+        headers=PCM_HEADERS,
+        timeout=120,
+    )
+    assert resp.status_code == 200, resp.text
+    heard = unquote(resp.headers["x-transcript"])
+    assert_heard(heard, KITCHEN, "kitchen")
+    assert "weather" not in words(heard)
+
+
 def test_sts_multipart_file_and_silence(daemon, kitchen):
     files = {"audio_file": ("k.wav", wav_bytes(kitchen), "audio/wav")}
     resp = httpx.post(device_url(daemon, "/api/sts"), files=files, timeout=120)
