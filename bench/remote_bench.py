@@ -64,6 +64,8 @@ QUIET = "wake:\n  enabled: false\n"
 ANSWER_TIMEOUT_S = 600
 """How long a client waits for its transcript: 20 decodes queued on a shared 2-core
 machine take minutes, and a slow answer is a result, not an error."""
+TARGET_MS = 30
+"""What a remote model may add to audio-stop -> transcript on loopback."""
 BUSY_LOAD = 0.5
 """A 1-minute load average at or above this before the servers start: other jobs
 shared the machine."""
@@ -226,7 +228,7 @@ async def run(runs: int, rounds: int) -> str:
         f"One device at a time, {runs} runs each, local and remote taking turns:",
         "",
         "| audio | local tiny.en: correct, median | remote: correct, median "
-        "| added by the remote path (target <= 30 ms) |",
+        f"| added by the remote path (target <= {TARGET_MS} ms) |",
         "| --- | --- | --- | --- |",
     ]
     for variant, label in labels.items():
@@ -242,7 +244,14 @@ async def run(runs: int, rounds: int) -> str:
         f"calls took {ms(edge_sum / max(edge_count, 1))} on average, the server's "
         f"{ms(server_sum / max(server_count, 1))} ({server_count:.0f} calls), so the remote path "
         f"(WAV upload, HTTP, the server's request handling) added **{path_s * 1000:.1f} ms** "
-        'per call (`hearth_engine_latency_seconds{engine="asr"}` of both).',
+        'per call (`hearth_engine_latency_seconds{engine="asr"}` of both). This figure is '
+        "taken on the same requests, so the decode's own variation cancels out; the "
+        "end-to-end medians above carry it whole, so their difference is mostly that "
+        f"variation. Target (at most {TARGET_MS} ms added): "
+        + (
+            f"**{'met' if path_s * 1000 <= TARGET_MS else 'not met'}** in this run"
+            + (" (on a shared machine)." if load_before >= BUSY_LOAD else ".")
+        ),
         "",
         f"| {EDGES * DEVICES} devices speaking at once, {rounds} rounds "
         "| correct | errors | p50 | p95 |",

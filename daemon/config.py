@@ -245,7 +245,8 @@ class VadConfig:
     """End of turn by a turn model (Smart Turn v3.2) instead of a fixed silence."""
     turn_model: str = ""
     """An ONNX turn model file ("" : the embedded Smart Turn v3.2 CPU model)."""
-    turn_threshold: float = field(default=0.5, metadata=_c(min=0.0, max=1.0))
+    turn_threshold: float = field(default=0.85, metadata=_c(min=0.0, max=1.0))
+    """Probability of "finished" that ends the turn (bench/RESULTS.md, "Turn-taking")."""
     turn_check_ms: int = field(default=200, metadata=_c(min=30, max=5000))
     """Silence after speech before the turn model is first asked."""
     turn_recheck_ms: int = field(default=0, metadata=_c(min=0, max=5000))

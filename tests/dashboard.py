@@ -37,6 +37,7 @@ class Dashboard:
             "/local/hearth-voice-card.js": (CARD, "text/javascript"),
             "/mic.wav": (mic_wav, "audio/wav"),
         }
+        self._files = files
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
@@ -68,6 +69,13 @@ class Dashboard:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add_wav(self, name: str, path: Path) -> str:
+        """Serve another microphone WAV at ``/NAME.wav``; the page plays it when opened
+        with ``wav=/NAME.wav``. Returns that path."""
+        url = f"/{name}.wav"
+        self._files[url] = (path, "audio/wav")
+        return url
 
     @property
     def origin(self) -> str:

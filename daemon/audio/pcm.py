@@ -81,7 +81,9 @@ def _to_float_frames(data: bytes, fmt: AudioFormat) -> np.ndarray:
 class PcmConverter:
     """Streaming converter from any PCM layout to internal 16 kHz s16 mono.
 
-    Chunks may split a sample frame anywhere; the remainder is carried over.
+    Chunks may split a sample frame anywhere; the remainder is carried over. Audio
+    already in the internal format passes through unchanged, sample for sample, so a
+    stream decodes exactly what a file of the same samples would.
     """
 
     def __init__(self, fmt: AudioFormat) -> None:
@@ -98,6 +100,8 @@ class PcmConverter:
         data = self._rest + data
         usable = len(data) - len(data) % self.fmt.frame_bytes
         self._rest = data[usable:]
+        if self.fmt == INTERNAL:
+            return np.frombuffer(data[:usable], dtype="<i2").astype(np.int16)
         mono = _to_float_frames(data[:usable], self.fmt)
         if self._resampler is not None:
             mono = self._resampler.resample_chunk(mono, last=False)
@@ -113,7 +117,13 @@ class PcmConverter:
 
 
 def _float_to_int16(audio: np.ndarray) -> np.ndarray:
-    return (np.clip(audio, -1.0, 1.0) * 32767.0).astype(np.int16)
+    """float32 (the scale of :func:`pcm_to_float`) to int16, rounded to the nearest step.
+
+    The inverse of ``/ 32768``: an s16 sample survives the round trip unchanged.
+    Truncating instead would pull every sample one step towards zero and silence
+    the quietest ones (a 1-LSB dead zone).
+    """
+    return np.clip(np.rint(audio * 32768.0), -32768.0, 32767.0).astype(np.int16)
 
 
 class PcmResampler:

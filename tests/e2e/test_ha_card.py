@@ -333,3 +333,49 @@ def test_the_card_works_in_firefox(
     # answer's stream instead, and Whisper hears the stub's words in it.
     heard = hear(engines, decode_file(base64.b64decode(result["recording"])))
     assert sounds_like(heard, ANSWER), heard
+
+
+def test_wake_word_mode_hears_only_what_follows_the_word(
+    daemon: Daemon, dashboard: Dashboard, speak: Any, tmp_path: pathlib.Path, driver: Any
+) -> None:
+    """Hands-free with ``wake_word``: "okay nabu, turn on the kitchen lights" gives one
+    transcript, without the word; speech without the word gives nothing."""
+    wake = speak("Okay Nabu, turn on the kitchen lights.")
+    plain = speak(KITCHEN)
+    with_word = dashboard.add_wav(
+        "wake", write_wav(tmp_path / "wake.wav", np.concatenate([silence(0.3), wake, silence(0.9)]))
+    )
+    without = dashboard.add_wav(
+        "plain",
+        write_wav(tmp_path / "plain.wav", np.concatenate([silence(0.3), plain, silence(0.9)])),
+    )
+    asked = "return calls.filter((c) => c.type === 'conversation/process')"
+    config = {"url": daemon.https_url, "api_key": KEY, "mode": "hands-free"}
+    config |= {"wake_word": "okay_nabu", "ha_api": "conversation"}
+
+    # Without the word: nothing is transcribed, nothing goes to Home Assistant.
+    load_card(driver, dashboard.page(config=config, wav=without))
+    wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'true'")
+    waiting = f"{SHADOW} return $('.you').dataset.placeholder"
+    assert "okay nabu" in driver.execute_script(waiting).lower()  # "Listening for ..."
+    time.sleep(0.5)
+    for _ in range(2):
+        driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    time.sleep(3.0)  # the end of an utterance would have been decoded by now
+    assert driver.execute_script(asked + ".length") == 0
+    assert driver.execute_script(f"{SHADOW} return $('.you').textContent.trim()") in ("", "…")
+    assert "okay nabu" in driver.execute_script(waiting).lower()  # still waiting
+
+    # With the word: one transcript, the command only.
+    load_card(driver, dashboard.page(config=config, wav=with_word))
+    wait_for(driver, f"{SHADOW} return $('.talk').getAttribute('aria-pressed') === 'true'")
+    time.sleep(0.5)
+    driver.execute_async_script("mic.say().then(arguments[arguments.length - 1])")
+    call = wait_for(driver, asked + "[0]", timeout=60)
+    assert_heard(call["text"], KITCHEN, "kitchen")
+    words = call["text"].lower()
+    assert "nabu" not in words and "okay" not in words and "ok " not in words, words
+    time.sleep(3.0)
+    assert driver.execute_script(asked + ".length") == 1
+    # Back to waiting for the word.
+    wait_for(driver, f"{SHADOW} return $('.you').dataset.placeholder.startsWith('Listening for')")
