@@ -167,7 +167,7 @@ async def test_webrtc_wake_mode(daemon, speak):
         assert not [m for m in rtc.received if m["type"] in ("infer", "vad", "partial")]
         # The word, then the command: one transcript, without the word.
         said = speak("Okay Nabu, turn on the kitchen lights.")
-        await rtc.speak(np.concatenate([silence(0.3), said, silence(1.5)]))
+        await rtc.speak(np.concatenate([silence(0.3), said, silence(1.8)]))
         wake = await rtc.expect("wake", timeout=30)
         assert wake["obj"] == {"event": "detected", "name": "okay_nabu", "phrase": "Okay Nabu"}
         infer = await rtc.expect("infer", timeout=60)

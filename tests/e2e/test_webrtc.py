@@ -89,7 +89,8 @@ async def test_hands_free_finds_two_utterances(daemon, kitchen, speak):
     try:
         client.send("listen")
         assert (await client.expect("state"))["obj"]["mode"] == "hands-free"
-        audio = np.concatenate([silence(0.3), kitchen, silence(1.2), speak(WEATHER), silence(1.2)])
+        # Gaps past vad.max_pause_ms: two turns whatever the turn model answers.
+        audio = np.concatenate([silence(0.3), kitchen, silence(1.8), speak(WEATHER), silence(1.8)])
         await client.speak(audio)
         first = await client.expect("infer")
         second = await client.expect("infer")

@@ -182,7 +182,9 @@ async def test_other_rates_and_channels_are_accepted(daemon, kitchen):
 
 
 async def test_streaming_partials_arrive_while_audio_is_still_arriving(daemon, speak):
-    pcm = np.concatenate([silence(0.3), speak(LONG), silence(0.7)]).tobytes()
+    # 1.8 s of silence: past vad.max_pause_ms, so voice-stopped comes whatever the
+    # turn model answers.
+    pcm = np.concatenate([silence(0.3), speak(LONG), silence(1.8)]).tobytes()
     received: list[tuple[float, Event]] = []
     async with client(daemon) as c:
 
