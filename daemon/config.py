@@ -644,8 +644,9 @@ def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, 
         return [_convert(item_tp, v, rules, (*path, str(i))) for i, v in enumerate(value)]
     if origin is Literal:
         choices = typing.get_args(tp)
-        if isinstance(value, bool) and "on" in choices and "off" in choices:
-            value = "on" if value else "off"  # YAML reads a bare on/off as a boolean
+        if isinstance(value, bool):  # YAML reads a bare on/off as a boolean
+            word = "on" if value else "off"
+            value = word if word in choices else value
         if value not in choices:
             raise _Invalid(
                 path, f"must be one of {', '.join(map(str, choices))}, got {_describe(value)}"

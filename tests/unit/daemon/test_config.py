@@ -119,3 +119,11 @@ def test_hostile_yaml_is_a_config_error():
     assert "speculative_silence_ms: must not exceed" in error_of(
         "vad:\n  speculative_silence_ms: 900\n  trailing_silence_ms: 700\n"
     )
+
+
+def test_bare_on_and_off_are_words_not_booleans():
+    # YAML 1.1 reads a bare `off` as false; the documented spelling must work.
+    cfg = parse_config("vad:\n  turn: off\nasr:\n  partials: on\n", "c.yaml")
+    assert cfg.vad.turn == "off" and cfg.asr.partials == "on"
+    with pytest.raises(ConfigError, match="vad.turn: must be one of smart-turn, off, got true"):
+        parse_config("vad:\n  turn: true\n", "c.yaml")
