@@ -648,33 +648,59 @@ Results = dict[tuple[str, str], list[str]]
 """(path, format label) -> one transcript per clip."""
 
 
+def _load(path: Path | None) -> tuple[Results, dict[str, float]]:
+    """Transcripts and timings saved by an earlier (possibly interrupted) run."""
+    if path is None or not path.exists():
+        return {}, {}
+    saved = json.loads(path.read_text())
+    results = {(k.split("|", 1)[0], k.split("|", 1)[1]): v for k, v in saved["results"].items()}
+    return results, saved["extra"]
+
+
+def _save(path: Path | None, results: Results, extra: dict[str, float]) -> None:
+    if path is not None:
+        saved = {"results": {"|".join(k): v for k, v in results.items()}, "extra": extra}
+        path.write_text(json.dumps(saved, indent=0))
+
+
 def run_paths(
-    clips: list[Clip], workers: int, log: Callable[[str], None], config: str = ""
+    clips: list[Clip],
+    workers: int,
+    log: Callable[[str], None],
+    config: str = "",
+    save: Path | None = None,
 ) -> tuple[Results, dict[str, float]]:
     """Every path on every clip and format; the raw baseline first, alone on the CPU.
 
     The raw model decodes every clip three times: the baseline, the same files again
     (its temperature fallback samples at random), and the clips with their first
     10 ms of lead-in cut (inaudible; shows how far tiny.en's words move when the
-    audio changes at all, which every path's trimming and resampling does)."""
+    audio changes at all, which every path's trimming and resampling does). With
+    ``save``, each finished step is written there, and a rerun keeps what is there.
+    """
     from tests.daemon import Daemon
 
-    results: Results = {}
-    raw = raw_model()
+    results, extra = _load(save)
     shifted = [dataclasses.replace(c, mix=c.mix[int(SHIFT_S * MIX_RATE) :]) for c in clips]
+    raw: Callable[[bytes], str] | None = None
     for name, inputs in (("raw", clips), ("raw again", clips), ("raw shifted", shifted)):
         for fmt in FORMATS:
+            if (name, fmt.label) in results:
+                continue
+            raw = raw or raw_model()
             began = time.perf_counter()
             results[(name, fmt.label)] = [raw(wav_file(c, fmt)) for c in inputs]
+            _save(save, results, extra)
             log(f"{name} {fmt.label}: {time.perf_counter() - began:.0f} s")
     del raw
-    extra: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         daemon = Daemon(Path(tmp), config).start(timeout=300)
         try:
             url, port = daemon.url, daemon.wyoming_port
-            # First, before this run loads the CPU with clients of its own.
-            extra["stream_ms"], extra["whole_ms"] = willow_speed(url, 7)
+            if "stream_ms" not in extra:
+                # First, before this run loads the CPU with clients of its own.
+                extra["stream_ms"], extra["whole_ms"] = willow_speed(url, 7)
+                _save(save, results, extra)
             jobs: list[tuple[str, Format, Callable[[Clip, Format], str]]] = []
             for fmt in FORMATS:
                 jobs.append(("willow", fmt, lambda c, f: willow(url, c, f)))
@@ -682,11 +708,14 @@ def run_paths(
                     jobs.append(("wyoming", fmt, lambda c, f: wyoming(port, c, f)))
                 jobs.append(("openai", fmt, lambda c, f: openai_file(url, c, f)))
             for path, fmt, call in jobs:
+                if (path, fmt.label) in results:
+                    continue
                 began = time.perf_counter()
                 with ThreadPoolExecutor(workers) as pool:
                     results[(path, fmt.label)] = list(
                         pool.map(lambda c, f=fmt, g=call: g(c, f), clips)
                     )
+                _save(save, results, extra)
                 log(f"{path} {fmt.label}: {time.perf_counter() - began:.0f} s")
         finally:
             out = daemon.stop()
@@ -785,14 +814,15 @@ def _by_condition(clips: list[Clip], results: Results) -> str:
 
 def sweep_padding(
     clips: list[Clip],
-    configs: list[tuple[int, int]],
+    configs: list[tuple[int, int, int]],
     fmt_labels: list[str],
     greedy: bool,
     save: Path | None = None,
 ) -> None:
     """The Willow path in-process (no daemon, no pacing) for several paddings.
 
-    ``configs``: (padding_ms, speculative padding ms) pairs. With ``greedy`` both the
+    ``configs``: (padding ms, speculative padding ms, speculative silence ms). With
+    ``greedy`` both the
     raw model and the session decode at temperature 0 only: no random fallback, so
     two settings differ only by the audio they decode.
     """
@@ -853,18 +883,20 @@ def sweep_padding(
         base_err = clip_errors(clips, base)
         print(f"{label}: raw {wer([(c.text, t) for c, t in zip(clips, base, strict=True)]):.1f} %")
         dump[f"{label} raw"] = base
-        for pad, spec in configs:
+        for pad, spec, quiet in configs:
             settings = SessionSettings(
-                endpoint=endpoint, padding_s=pad / 1000, speculative_padding_s=spec / 1000
+                endpoint=dataclasses.replace(endpoint, speculative_silence_s=quiet / 1000),
+                padding_s=pad / 1000,
+                speculative_padding_s=spec / 1000,
             )
             texts = [asyncio.run(one(c, fmt, settings)) for c in clips]
-            dump[f"{label} {pad}/{spec}"] = texts
+            dump[f"{label} {pad}/{spec}/{quiet}"] = texts
             value = wer([(c.text, t) for c, t in zip(clips, texts, strict=True)])
             errs = clip_errors(clips, texts)
             worse = [c.key for c, e, b in zip(clips, errs, base_err, strict=True) if e > b]
             better = sum(e < b for e, b in zip(errs, base_err, strict=True))
             print(
-                f"  padding {pad} ms, speculative {spec} ms: {value:.1f} % "
+                f"  padding {pad} ms, speculative {spec} ms after {quiet} ms: {value:.1f} % "
                 f"(worse {len(worse)}: {' '.join(worse)}; better {better})",
                 flush=True,
             )
@@ -879,10 +911,14 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
     parser.add_argument("--load", default="", help="a note on other load during the run")
     parser.add_argument(
-        "--sweep-padding", default="", help="padding/speculative ms pairs: 120/120,300/120"
+        "--sweep-padding",
+        default="",
+        help="padding/speculative padding[/speculative silence] ms: 120/120/120,240/60/60",
     )
     parser.add_argument("--greedy", action="store_true", help="sweep at temperature 0 only")
-    parser.add_argument("--save", type=Path, default=None, help="write the transcripts as JSON")
+    parser.add_argument(
+        "--save", type=Path, default=None, help="transcripts as JSON (a rerun resumes from it)"
+    )
     parser.add_argument("--replot", type=Path, default=None, help="table from a --save file")
     parser.add_argument(
         "--daemon-config", default="", help="YAML added to the daemon's config (not recorded)"
@@ -905,17 +941,16 @@ def main() -> None:
     if args.sweep_padding:
         labels = args.formats.split(",") if args.formats else [FORMATS[0].label]
         pairs = [tuple(int(v) for v in p.split("/")) for p in args.sweep_padding.split(",")]
-        sweep_padding(clips, [(p[0], p[-1]) for p in pairs], labels, args.greedy, args.save)
+        from daemon.config import parse_config
+
+        silence = parse_config("", "heldout.yaml").willow.speculative_silence_ms
+        configs = [(p[0], p[1], p[2] if len(p) > 2 else silence) for p in pairs]
+        sweep_padding(clips, configs, labels, args.greedy, args.save)
         return
     if args.replot:
-        saved = json.loads(args.replot.read_text())
-        results = {tuple(k.split("|", 1)): v for k, v in saved["results"].items()}
-        extra = saved["extra"]
+        results, extra = _load(args.replot)
     else:
-        results, extra = run_paths(clips, args.workers, log, args.daemon_config)
-        if args.save:
-            saved = {"results": {"|".join(k): v for k, v in results.items()}, "extra": extra}
-            args.save.write_text(json.dumps(saved, indent=0))
+        results, extra = run_paths(clips, args.workers, log, args.daemon_config, args.save)
     for path_fmt, texts in sorted(results.items()):
         for c, t in zip(clips, texts, strict=True):
             if normalize(c.text) != normalize(t):

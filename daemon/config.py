@@ -239,6 +239,8 @@ class VadConfig:
     aggressiveness: int = field(default=2, metadata=_c(min=0, max=3))
     speech_start_ms: int = field(default=90, metadata=_c(min=0, max=2000))
     speculative_silence_ms: int = field(default=240, metadata=_c(min=30, max=5000))
+    push_to_talk_silence_ms: int = field(default=90, metadata=_c(min=30, max=5000))
+    """Push-to-talk: silence after speech at which the speculative decode starts."""
     trailing_silence_ms: int = field(default=700, metadata=_c(min=60, max=10000))
     padding_ms: int = field(default=240, metadata=_c(min=0, max=2000))
     turn: Literal["smart-turn", "off"] = "smart-turn"

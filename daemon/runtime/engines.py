@@ -166,6 +166,10 @@ class Engines:
             max_sample_rate=limits.max_sample_rate,
             max_channels=limits.max_channels,
         )
+        self.push_to_talk_settings = self.session_settings.push_to_talk(
+            vad.push_to_talk_silence_ms / 1000
+        )
+        """Sessions that a button ends (WebRTC push-to-talk) speculate sooner."""
 
     # ---------------------------------------------------------------- use
 

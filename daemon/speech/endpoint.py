@@ -69,6 +69,8 @@ class Endpointer:
         self._silence_s = 0.0
         self._next_check_s = self.config.turn_check_s
         """With a turn model: the silence at which it is asked next."""
+        self._unasked = False
+        """With a turn model: this pause could not be asked about (the fixed silence ends it)."""
 
     @property
     def pause_s(self) -> float:
@@ -107,6 +109,7 @@ class Endpointer:
             self.speech_end_s = self.now_s
             self._silence_s = 0.0
             self._next_check_s = cfg.turn_check_s
+            self._unasked = False
             if self.state in (EndpointState.PAUSED, EndpointState.ENDED):
                 self.state = EndpointState.SPEECH
                 events.append(EndpointEvent("resumed", self._run_start or start))
@@ -118,7 +121,7 @@ class Endpointer:
             events.append(EndpointEvent("paused", self.speech_end_s or start))
         if self.state is not EndpointState.PAUSED:
             return events
-        end_s = cfg.max_pause_s if cfg.turn else cfg.trailing_silence_s
+        end_s = self._end_silence_s()
         if self._silence_s >= end_s:
             self.state = EndpointState.ENDED
             events.append(EndpointEvent("ended", self.speech_end_s or start))
@@ -129,6 +132,27 @@ class Endpointer:
             self._next_check_s = self._silence_s + recheck
             events.append(EndpointEvent("turn_check", self.speech_end_s or start))
         return events
+
+    def _end_silence_s(self) -> float:
+        cfg = self.config
+        return cfg.max_pause_s if cfg.turn and not self._unasked else cfg.trailing_silence_s
+
+    def turn_unasked(self, at_s: float) -> list[EndpointEvent]:
+        """The ``turn_check`` of speech ending at ``at_s`` got no answer (the model
+        failed, or the machine was too busy to ask): the fixed trailing silence ends
+        this pause, as without a turn model, rather than the longest pause."""
+        if (
+            self.state is not EndpointState.PAUSED
+            or self.speech_end_s is None
+            or abs(self.speech_end_s - at_s) >= 1e-9
+        ):
+            return []
+        self._unasked = True
+        self._next_check_s = float("inf")
+        if self._silence_s >= self._end_silence_s():
+            self.state = EndpointState.ENDED
+            return [EndpointEvent("ended", self.speech_end_s)]
+        return []
 
     def turn_decided(self, at_s: float, complete: bool) -> list[EndpointEvent]:
         """The turn model's answer to the ``turn_check`` of speech ending at ``at_s``.
@@ -165,3 +189,4 @@ class Endpointer:
         self._run_s = 0.0
         self._silence_s = 0.0
         self._next_check_s = self.config.turn_check_s
+        self._unasked = False

@@ -68,6 +68,19 @@ class SessionSettings:
     max_sample_rate: int = 192000
     max_channels: int = 8
 
+    def push_to_talk(self, silence_s: float) -> SessionSettings:
+        """These settings for a client that ends the utterance itself (a button).
+
+        The speculative decode starts after ``silence_s`` of silence, with that much
+        trailing audio: the person still holds the button, so a wrong guess (speech
+        goes on) costs one discarded decode, and a release finds the text ready.
+        """
+        return replace(
+            self,
+            endpoint=replace(self.endpoint, speculative_silence_s=silence_s),
+            speculative_padding_s=min(silence_s, self.padding_s),
+        )
+
 
 @dataclass(frozen=True)
 class SessionOptions:
@@ -119,6 +132,8 @@ class SpeechSession:
         self.endpointer = Endpointer(endpoint)
         self._turn_task: asyncio.Task[None] | None = None
         self.turn_checks = 0
+        self.turn_skips = 0
+        """Checks not made because the machine was busy (the fixed silence decided)."""
         """Turn-model decisions asked for: tests and benchmarks read it."""
         self._fmt: AudioFormat | None = None
         self._converter: PcmConverter | None = None
@@ -335,6 +350,14 @@ class SpeechSession:
         if self._turn_task is not None and not self._turn_task.done():
             return  # one question at a time; the next check (or max_pause_s) follows
         ep = self.endpointer
+        if not self._turn_pool.idle or self._asr_pool.queued:
+            # The turn model saves time only on an idle machine: with other sessions'
+            # checks or decodes waiting, its CPU would delay their transcripts. The
+            # fixed trailing silence ends this pause instead.
+            self.turn_skips += 1
+            _LOGGER.debug("Turn check skipped: the machine is busy")
+            self._handle(ep.turn_unasked(speech_end_s))
+            return
         window = int(self._turn.window_s * RATE)
         first = int((ep.speech_start_s or 0.0) * RATE) - int(self.settings.padding_s * RATE)
         start = max(self._offset, first, self.samples - window)
@@ -352,8 +375,14 @@ class SpeechSession:
             verdict = await self._turn_pool.run(self._turn.predict, audio)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - without an answer, max_pause_s decides
+        except Exception as exc:  # noqa: BLE001 - without an answer, the fixed silence decides
             _LOGGER.warning("Turn check failed: %s", exc)
+            async with self._lock:
+                if not self._finished:
+                    self._handle(self.endpointer.turn_unasked(speech_end_s))
+                    if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
+                        await self._next_utterance()
+            await self._flush()
             return
         _LOGGER.debug(
             "Turn check after %.2f s of speech: p(complete)=%.2f",

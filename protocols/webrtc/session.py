@@ -299,6 +299,8 @@ class RtcSession:
                     "language": final.language,
                     "audio_ms": final.audio_ms,
                     "speech_ms": final.speech_ms,
+                    "decode_ms": round(final.decode_ms),
+                    "speculative": final.speculative,
                 },
             )
         )
@@ -387,7 +389,9 @@ class RtcSession:
         await self._end_speech()
         self._barge_in()  # talking again stops the reply that is playing
         self.command = command
-        self.speech = engines.new_session(model, options)
+        # A button ends push-to-talk: its speculation may start sooner.
+        settings = None if hands_free else engines.push_to_talk_settings
+        self.speech = engines.new_session(model, options, settings)
         if gate_listener is not None and engines.wake is not None:
             info = engines.wake.models[gate_listener.stream.names[0]]
             self.wake = WakeGate(

@@ -24,10 +24,11 @@ from typing import Generic, TypeVar
 Q = TypeVar("Q")
 R = TypeVar("R")
 
-AUTO_MAX_BATCH = {"cuda": 8, "cpu": 8}
-"""``asr.max_batch: 0`` per device. On for CUDA; on for the CPU too, where ten utterances
-decoded as one batch took 0.7x the time of ten one by one on 2 cores (bench/RESULTS.md,
-"Batching"); a lone utterance pays at most the window (5 ms)."""
+AUTO_MAX_BATCH = {"cuda": 8, "cpu": 1}
+"""``asr.max_batch: 0`` per device. On for CUDA, where a batch costs little more than one
+utterance. Off on the CPU: with ten clients at once on 2 cores a batch cut the p95 by 6-13 %
+but every client waited for the whole batch, so the median doubled (bench/RESULTS.md,
+"Batching")."""
 
 
 def batch_size(max_batch: int, device: str) -> int:

@@ -101,7 +101,9 @@ class RemoteLlm(LlmEngine):
             if failure is None:
                 return
         if not details:
-            details.append("no endpoint is healthy (health checks continue)" if tried else "")
+            details.append(
+                "no endpoint is healthy (health checks continue)" if not tried else "no time left"
+            )
         detail = "; ".join(d for d in details if d) or "no time left"
         if self.fallback is None:
             raise LlmUnavailable(f"remote LLM failed: {detail}")

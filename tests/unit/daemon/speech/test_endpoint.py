@@ -112,6 +112,28 @@ def test_a_stale_answer_after_speech_resumed_is_ignored():
     assert [k for k, _ in events] == ["paused", "turn_check"]
 
 
+def test_an_unasked_pause_ends_at_the_fixed_silence_and_the_next_is_asked_again():
+    ep = Endpointer(TURN)
+    drive(ep, "S" * 10 + "." * 6)  # the first check, at 0.18 s of silence
+    assert ep.turn_unasked(0.3) == []
+    events = drive(ep, "." * 14)  # no more checks; 0.6 s of silence ends it, not 1.5 s
+    assert [k for k, _ in events] == ["ended"]
+    assert abs(ep.now_s - 0.3 - 0.6) < 1e-6
+    # Speech resuming asks the model again on its next pause.
+    ep.reset()
+    events = drive(ep, "S" * 10 + "." * 30)
+    assert "turn_check" in [k for k, _ in events] and "ended" not in [k for k, _ in events]
+
+
+def test_unasked_after_the_fixed_silence_ends_at_once_and_a_stale_one_is_ignored():
+    ep = Endpointer(TURN)
+    drive(ep, "S" * 10 + "." * 25)  # 0.75 s of silence, past trailing_silence_s
+    assert [(e.kind, round(e.at_s, 2)) for e in ep.turn_unasked(0.3)] == [("ended", 0.3)]
+    other = Endpointer(TURN)
+    drive(other, "S" * 10 + "." * 6 + "S" * 5)
+    assert other.turn_unasked(0.3) == [] and other.state is EndpointState.SPEECH
+
+
 def test_without_the_turn_model_the_fixed_silence_decides():
     ep = Endpointer(CFG)
     events = drive(ep, "S" * 10 + "." * 30)

@@ -107,6 +107,21 @@ async def test_speculative_decode_is_used_when_the_client_ends_later():
     assert reader.events[1].text == final.text
 
 
+async def test_push_to_talk_speculates_sooner_and_the_release_finds_it_ready():
+    # Released 150 ms after the speech: the daemon-wide settings (240 ms) have not
+    # started a decode yet; push-to-talk's (90 ms) has, and the final is that decode.
+    audio = np.concatenate([silence(0.5), tone(1.0), silence(0.15)])
+    for settings, speculated in ((SETTINGS, False), (SETTINGS.push_to_talk(0.09), True)):
+        session, asr = make(SessionOptions(partials=False), settings)
+        reader = Reader(session)
+        await feed(session, audio)
+        await asyncio.sleep(0.05)
+        assert (SpeculativeTranscript in reader.kinds()) is speculated
+        final = await finish(session, reader)
+        assert final.speculative is speculated and len(asr.calls) == 1
+    assert SETTINGS.push_to_talk(0.09).padding_s == SETTINGS.padding_s  # the final's trim
+
+
 async def test_speech_resuming_discards_the_speculation():
     session, asr = make(SessionOptions(partials=False))
     reader = Reader(session)
@@ -426,6 +441,35 @@ async def test_an_unsure_model_still_ends_the_turn_at_max_pause():
     await feed(session, silence(0.5))
     await settle(reader, 1)
     assert len(reader.finals()) == 1
+    await session.close()
+
+
+async def test_a_busy_machine_skips_the_check_and_the_fixed_silence_decides():
+    # Another session's check holds the one turn worker: this pause is not asked about
+    # (its CPU would delay transcripts) and ends at the 0.6 s trailing silence, not 1.5 s.
+    turn = FakeTurn([False] * 20)
+    session = make_turn(turn)
+    pool = session._turn_pool  # noqa: SLF001 - stands in for the daemon's shared pool
+    assert pool is not None
+    release = threading.Event()
+    blocker = asyncio.ensure_future(pool.run(release.wait, 5))
+    await asyncio.sleep(0.05)
+    try:
+        reader = Reader(session)
+        await feed(session, np.concatenate([tone(0.8), silence(0.7)]))
+        await settle(reader, 1)
+        assert len(reader.finals()) == 1
+        assert session.turn_checks == 0 and session.turn_skips == 1 and turn.seen == []
+    finally:
+        release.set()
+        await blocker
+    # Idle again: the next pause is asked about.
+    await feed(session, np.concatenate([tone(0.8), silence(0.3)]))
+    for _ in range(200):
+        if session.turn_checks:
+            break
+        await asyncio.sleep(0.01)
+    assert session.turn_checks == 1
     await session.close()
 
 

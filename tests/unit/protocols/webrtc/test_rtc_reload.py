@@ -24,6 +24,7 @@ class FakeEngines:
     partials = False
     pipeline = None
     tts = None
+    push_to_talk_settings = None
 
     def __init__(self) -> None:
         self.asr = {"fake": FakeAsr()}

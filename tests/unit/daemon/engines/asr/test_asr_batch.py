@@ -45,7 +45,7 @@ def test_only_requests_sharing_options_go_together():
 
 
 def test_batch_size_auto_is_per_device():
-    assert batch_size(0, "cpu") == 8
+    assert batch_size(0, "cpu") == 1
     assert batch_size(0, "cuda:0") == 8
     assert batch_size(4, "cpu") == 4
 
