@@ -171,9 +171,15 @@ async def release_rows(runs: int) -> str:
         )
     rows += [
         "",
-        "Push-to-talk uses the daemon-wide speculation (`vad.speculative_silence_ms` 240 "
-        "plus the 240 ms padding before the decode starts): with a 450 ms decode on 2 cores "
-        "it cannot be ready at a 150-500 ms release.",
+        "Push-to-talk speculates after `vad.push_to_talk_silence_ms` (90 ms) of silence, "
+        "with that much trailing audio; the release keeps that decode when no speech "
+        "followed (`infer` says `speculative: true`). Before, it waited for the daemon-wide "
+        "240 ms plus 240 ms of padding, and stop -> `infer` was 946 / 944 / 570 ms. The "
+        "server hears the silence about 100 ms after the client sends it (Opus framing and "
+        "the receiver's jitter buffer), and tiny.en takes about 400 ms to decode this "
+        "utterance on 2 cores, so a release 150-300 ms after the last word still waits for "
+        "most of one decode. Speculating after 40 ms was worse (471 / 430 / 271 ms): pauses "
+        "between words started decodes that were thrown away and held the one ASR worker.",
     ]
     return "\n".join(rows)
 
