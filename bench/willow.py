@@ -154,7 +154,7 @@ def main(runs: int, rounds: int, output: Path) -> None:
     notes = [
         f"Transcripts: {' | '.join(sorted(texts))}",
         "The daemon decodes while the body arrives: when the voice activity detector has "
-        "heard 120 ms of silence (`willow.speculative_silence_ms`) it decodes the utterance, "
+        "heard 90 ms of silence (`willow.speculative_silence_ms`) it decodes the utterance, "
         "so by the time the device's own VAD ends the upload, 300 ms into the silence, the "
         "transcript is nearly or fully ready. The baseline cannot start before the last "
         "byte and always pays a whole decode. With several devices at once the one ASR "

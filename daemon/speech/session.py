@@ -56,7 +56,7 @@ class SessionSettings:
     """Daemon-wide session behaviour (from config)."""
 
     endpoint: EndpointConfig = EndpointConfig()
-    padding_s: float = 0.24
+    padding_s: float = 0.12
     """Audio kept before speech onset and after speech end when trimming."""
     speculative_padding_s: float | None = None
     """Trailing audio a speculative decode waits for (None: all of ``padding_s``). A

@@ -78,15 +78,13 @@ def willow_settings(engines: Engines, config: Config, turn: bool = False) -> Ses
     A device ends its upload itself (its own VAD), so the turn model is only asked
     with ``turn`` (a speech-to-speech upload that may stream on after the turn)."""
     base = engines.session_settings
-    return dataclasses.replace(
+    device = dataclasses.replace(
         base,
         padding_s=config.willow.padding_ms / 1000,
-        endpoint=dataclasses.replace(
-            base.endpoint,
-            speculative_silence_s=config.willow.speculative_silence_ms / 1000,
-            turn=turn and base.endpoint.turn,
-        ),
+        endpoint=dataclasses.replace(base.endpoint, turn=turn and base.endpoint.turn),
     )
+    # The device ends the upload, as a button does: speculate early.
+    return device.push_to_talk(config.willow.speculative_silence_ms / 1000)
 
 
 def willow_session(
