@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bench.results import machine, percentile, write_section  # noqa: E402
 from bench.run import UTTERANCE  # noqa: E402
 from daemon.audio.pcm import RATE, encode  # noqa: E402
+from daemon.config import WillowConfig  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 
 CHUNK = 1024
@@ -154,7 +155,8 @@ def main(runs: int, rounds: int, output: Path) -> None:
     notes = [
         f"Transcripts: {' | '.join(sorted(texts))}",
         "The daemon decodes while the body arrives: when the voice activity detector has "
-        "heard 90 ms of silence (`willow.speculative_silence_ms`) it decodes the utterance, "
+        f"heard {WillowConfig().speculative_silence_ms} ms of silence "
+        "(`willow.speculative_silence_ms`) it decodes the utterance, "
         "so by the time the device's own VAD ends the upload, 300 ms into the silence, the "
         "transcript is nearly or fully ready. The baseline cannot start before the last "
         "byte and always pays a whole decode. With several devices at once the one ASR "

@@ -184,7 +184,7 @@ class WillowConfig:
     tts_sample_rate: int = field(default=16000, metadata=_c(min=8000, max=48000))
     save_audio: bool = False
     save_dir: str = ""
-    speculative_silence_ms: int = field(default=90, metadata=_c(min=30, max=5000))
+    speculative_silence_ms: int = field(default=60, metadata=_c(min=30, max=5000))
     padding_ms: int = field(default=120, metadata=_c(min=0, max=2000))
 
 
