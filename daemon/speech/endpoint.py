@@ -133,6 +133,15 @@ class Endpointer:
             events.append(EndpointEvent("turn_check", self.speech_end_s or start))
         return events
 
+    def _pause_of(self, at_s: float) -> bool:
+        """True while the pause after speech ending at ``at_s`` goes on (an answer
+        about it still applies; speech resuming makes it stale)."""
+        return (
+            self.state is EndpointState.PAUSED
+            and self.speech_end_s is not None
+            and abs(self.speech_end_s - at_s) < 1e-9
+        )
+
     def _end_silence_s(self) -> float:
         cfg = self.config
         return cfg.max_pause_s if cfg.turn and not self._unasked else cfg.trailing_silence_s
@@ -141,17 +150,13 @@ class Endpointer:
         """The ``turn_check`` of speech ending at ``at_s`` got no answer (the model
         failed, or the machine was too busy to ask): the fixed trailing silence ends
         this pause, as without a turn model, rather than the longest pause."""
-        if (
-            self.state is not EndpointState.PAUSED
-            or self.speech_end_s is None
-            or abs(self.speech_end_s - at_s) >= 1e-9
-        ):
+        if not self._pause_of(at_s):
             return []
         self._unasked = True
         self._next_check_s = float("inf")
         if self._silence_s >= self._end_silence_s():
             self.state = EndpointState.ENDED
-            return [EndpointEvent("ended", self.speech_end_s)]
+            return [EndpointEvent("ended", at_s)]
         return []
 
     def turn_decided(self, at_s: float, complete: bool) -> list[EndpointEvent]:
@@ -161,14 +166,9 @@ class Endpointer:
         (the answer is then stale and ignored). "Incomplete" changes nothing: the
         next check, or ``max_pause_s``, decides.
         """
-        if (
-            complete
-            and self.state is EndpointState.PAUSED
-            and self.speech_end_s is not None
-            and abs(self.speech_end_s - at_s) < 1e-9
-        ):
+        if complete and self._pause_of(at_s):
             self.state = EndpointState.ENDED
-            return [EndpointEvent("ended", self.speech_end_s)]
+            return [EndpointEvent("ended", at_s)]
         return []
 
     def force_end(self) -> list[EndpointEvent]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, PcmConverter, pcm_to_float
 from daemon.engines.asr.base import AsrModel, TranscribeOptions, Transcript
-from daemon.engines.turn.base import TurnModel
+from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong, InvalidAudio
@@ -132,9 +132,9 @@ class SpeechSession:
         self.endpointer = Endpointer(endpoint)
         self._turn_task: asyncio.Task[None] | None = None
         self.turn_checks = 0
+        """Turn-model decisions asked for: tests and benchmarks read it."""
         self.turn_skips = 0
         """Checks not made because the machine was busy (the fixed silence decided)."""
-        """Turn-model decisions asked for: tests and benchmarks read it."""
         self._fmt: AudioFormat | None = None
         self._converter: PcmConverter | None = None
         self._buf = bytearray()
@@ -371,28 +371,28 @@ class SpeechSession:
 
     async def _decide_turn(self, audio: np.ndarray, speech_end_s: float) -> None:
         assert self._turn is not None and self._turn_pool is not None
+        verdict: TurnPrediction | None = None
         try:
             verdict = await self._turn_pool.run(self._turn.predict, audio)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - without an answer, the fixed silence decides
             _LOGGER.warning("Turn check failed: %s", exc)
-            async with self._lock:
-                if not self._finished:
-                    self._handle(self.endpointer.turn_unasked(speech_end_s))
-                    if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
-                        await self._next_utterance()
-            await self._flush()
-            return
-        _LOGGER.debug(
-            "Turn check after %.2f s of speech: p(complete)=%.2f",
-            audio.size / RATE,
-            verdict.probability,
-        )
+        else:
+            _LOGGER.debug(
+                "Turn check after %.2f s of speech: p(complete)=%.2f",
+                audio.size / RATE,
+                verdict.probability,
+            )
         async with self._lock:
             if self._finished:
                 return
-            self._handle(self.endpointer.turn_decided(speech_end_s, verdict.complete))
+            ep = self.endpointer
+            self._handle(
+                ep.turn_unasked(speech_end_s)
+                if verdict is None
+                else ep.turn_decided(speech_end_s, verdict.complete)
+            )
             if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
                 await self._next_utterance()
         await self._flush()

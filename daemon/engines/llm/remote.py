@@ -104,7 +104,7 @@ class RemoteLlm(LlmEngine):
             details.append(
                 "no endpoint is healthy (health checks continue)" if not tried else "no time left"
             )
-        detail = "; ".join(d for d in details if d) or "no time left"
+        detail = "; ".join(details)
         if self.fallback is None:
             raise LlmUnavailable(f"remote LLM failed: {detail}")
         _LOGGER.warning(
