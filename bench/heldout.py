@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, write_section  # noqa: E402
+from bench.signals import pink_noise  # noqa: E402
+from tests.helpers import word_edits  # noqa: E402
 
 SEED = 20240611
 MIX_RATE = 48000
@@ -274,15 +276,6 @@ def _trim(audio: np.ndarray) -> np.ndarray:
     return audio[loud[0] : loud[-1] + 1] if loud.size else audio
 
 
-def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
-    spectrum = np.fft.rfft(rng.standard_normal(n))
-    freqs = np.fft.rfftfreq(n, 1 / MIX_RATE)
-    spectrum[1:] /= np.sqrt(freqs[1:] / freqs[1])
-    spectrum[0] = 0
-    noise = np.fft.irfft(spectrum, n)
-    return (noise / np.sqrt(np.mean(noise**2))).astype(np.float32)
-
-
 def _babble(n: int, rng: np.random.Generator, talk: list[np.ndarray]) -> np.ndarray:
     out = np.zeros(n, np.float32)
     for piece in talk:
@@ -342,7 +335,7 @@ def _clip(
         [np.zeros(lead, np.float32), speech, np.zeros(int(TAIL_S * MIX_RATE), np.float32)]
     )
     if cond.noise:
-        noise = _pink(len(mix), rng) if cond.noise == "pink" else _babble(len(mix), rng, talk)
+        noise = pink_noise(len(mix), rng) if cond.noise == "pink" else _babble(len(mix), rng, talk)
         gain = np.sqrt(_speech_power(speech) / 10 ** (cond.snr_db / 10))
         mix = mix + noise * gain
     peak = float(np.max(np.abs(mix)))
@@ -449,19 +442,9 @@ def normalize(text: str) -> list[str]:
     return re.findall(r"[a-z]+", text)
 
 
-def edits(ref: list[str], hyp: list[str]) -> int:
-    """Word-level Levenshtein distance."""
-    row = list(range(len(hyp) + 1))
-    for i, word in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, other in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (word != other))
-    return row[-1]
-
-
 def wer(pairs: list[tuple[str, str]]) -> float:
     """Corpus word error rate (%) of (reference, hypothesis) pairs."""
-    errors = sum(edits(normalize(r), normalize(h)) for r, h in pairs)
+    errors = sum(word_edits(normalize(r), normalize(h)) for r, h in pairs)
     words = sum(len(normalize(r)) for r, _ in pairs)
     return 100.0 * errors / max(1, words)
 
@@ -725,7 +708,7 @@ def run_paths(
 
 
 def clip_errors(clips: list[Clip], texts: list[str]) -> list[int]:
-    return [edits(normalize(c.text), normalize(t)) for c, t in zip(clips, texts, strict=True)]
+    return [word_edits(normalize(c.text), normalize(t)) for c, t in zip(clips, texts, strict=True)]
 
 
 PATHS = ("willow", "wyoming", "openai")

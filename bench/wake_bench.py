@@ -73,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.signals import pink_noise  # noqa: E402
 from daemon.engines.wake import WakeLibrary, WakeModelSettings  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
@@ -209,14 +210,6 @@ def to16(a: np.ndarray) -> np.ndarray:
     return np.clip(np.round(a), -32768, 32767).astype(np.int16)
 
 
-def pink(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Pink-ish room noise (1/f power), unit RMS."""
-    spec = np.fft.rfft(rng.normal(0, 1, n))
-    spec /= np.sqrt(np.maximum(np.arange(len(spec)), 1))
-    x = np.fft.irfft(spec, n)
-    return (x / (np.sqrt(np.mean(x**2)) + 1e-12)).astype(np.float32)
-
-
 def babble(voice: object, seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Six sentences overlapping at random offsets in a loop of ``seconds``."""
     out = np.zeros(int(seconds * RATE), np.float32)
@@ -304,7 +297,7 @@ def non_wake(
         shifts.append(int(rng.integers(0, len(base))))
         shifted = np.roll(base, shifts[-1]) * rng.uniform(0.5, 1.5)
         room_dbfs = -60 + 5 * (r % 3)
-        room = pink(len(base), rng) * 32768 * 10 ** (room_dbfs / 20)
+        room = pink_noise(len(base), rng) * 32768 * 10 ** (room_dbfs / 20)
         mixed = shifted + room
         if r % 2:
             mixed = mixed + np.resize(bab, len(base)) * 0.1

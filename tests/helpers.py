@@ -38,15 +38,20 @@ def spoken_words(text: str) -> list[str]:
     return [_NUMBERS[int(w)] if w.isdigit() and int(w) < len(_NUMBERS) else w for w in words(text)]
 
 
-def word_error_rate(spoken: str, heard: str) -> float:
-    """Word edits (substitutions, insertions, deletions) over the number of words spoken."""
-    ref, hyp = spoken_words(spoken), spoken_words(heard)
+def word_edits(ref: list[str], hyp: list[str]) -> int:
+    """Word-level Levenshtein distance (substitutions, insertions, deletions)."""
     row = list(range(len(hyp) + 1))
     for i, word in enumerate(ref, 1):
         prev, row[0] = row[0], i
         for j, other in enumerate(hyp, 1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (word != other))
-    return row[-1] / max(1, len(ref))
+    return row[-1]
+
+
+def word_error_rate(spoken: str, heard: str) -> float:
+    """Word edits over the number of words spoken."""
+    ref = spoken_words(spoken)
+    return word_edits(ref, spoken_words(heard)) / max(1, len(ref))
 
 
 def assert_heard(
