@@ -462,6 +462,16 @@ async def main(s2s_runs: int, write: bool) -> None:
         f"| {th:.2f} | {ok:.0%} | {cuts}/{len(clips)} | {end:.0f} ms |"
         for th, ok, cuts, end in rows
     ]
+    lines += [
+        "",
+        "How the pause set is made: the whole sentence is synthesized and cut at the word"
+        " boundary (Whisper's word timestamps, the quietest 10 ms there), so the speech before"
+        " the pause keeps the intonation of a sentence that goes on. A fragment synthesized on"
+        ' its own ("Set a timer for") is spoken like a finished sentence and the model calls it'
+        " complete (0.96). Speech to speech starts the reply on the speculative transcript in"
+        " both columns, so on a small CPU it waits for the decode, the LLM and the voice, not"
+        " for the end of the turn.",
+    ]
     table = "\n".join(lines)
     print(table)
     if write:
