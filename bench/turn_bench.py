@@ -15,9 +15,13 @@ Reported for each configuration, measured in the same run:
 - end of speech -> first reply audio (speech to speech, median), fed at real time
   through a hands-free session whose reply starts on the speculative transcript, as
   the WebRTC hands-free path does;
-- the turn check's CPU time per decision (median, thread CPU time).
+- the turn check's CPU time per decision (median, thread CPU time);
+- with ``--variants``, the same turns through each way of running the int8 file:
+  float32 (Hearth's, the same on every CPU), ONNX Runtime's integer kernels (what
+  Pipecat runs; they differ between CPUs), and the QDQ graph as written
+  (``ORT_DISABLE_ALL``, quantized activations in float).
 
-    .venv/bin/python bench/turn_bench.py [--s2s-runs 3] [--no-write]
+    .venv/bin/python bench/turn_bench.py [--s2s-runs 3] [--variants] [--no-write]
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402
 from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
 from daemon.engines.turn.base import TurnModel, TurnPrediction  # noqa: E402
+from daemon.engines.turn.smart_turn import SmartTurn  # noqa: E402
 from daemon.runtime.engines import Engines, load_engines  # noqa: E402
 from daemon.speech.endpoint import EndpointState  # noqa: E402
 from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
@@ -389,7 +394,55 @@ def bench_check_cpu(engines: Engines, clips: list[Clip]) -> tuple[float, float]:
     return median(cpu) * 1000, median(wall) * 1000
 
 
-async def main(s2s_runs: int, write: bool) -> None:
+class FakeQuant(SmartTurn):
+    """The int8 file's QDQ graph as written (``ORT_DISABLE_ALL``): no fused integer
+    kernels, activations rounded to int8 and back in float."""
+
+    def __init__(self, path: Path, threshold: float) -> None:
+        import onnxruntime
+
+        super().__init__(path, threshold, exact=False)
+        opts = onnxruntime.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self.session = onnxruntime.InferenceSession(
+            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+
+
+def variants(model: TurnModel) -> dict[str, TurnModel]:
+    """Each way of running the embedded int8 file, Hearth's first."""
+    assert isinstance(model, SmartTurn)
+    return {
+        "float32 (Hearth)": model,
+        "int8 kernels (ONNX Runtime's, this CPU)": SmartTurn(
+            model.path, model.threshold, exact=False
+        ),
+        "QDQ as written (ORT_DISABLE_ALL)": FakeQuant(model.path, model.threshold),
+    }
+
+
+async def bench_variants(
+    engines: Engines, clips: list[Clip], settings: SessionSettings
+) -> list[str]:
+    """Table rows: the turn bench through each variant, with its CPU per check."""
+    assert engines.turn is not None
+    model = engines.turn
+    rows = []
+    for name, variant in variants(model).items():
+        engines.turn = variant
+        r = await bench_turns(engines, clips, settings)
+        cpu_ms, _ = bench_check_cpu(engines, [c for c in clips if c.kind == "complete"][:12])
+        rows.append(
+            f"| {name} | {r['complete_ok']:.0%} | {r['cuts']:.0f}/{r['n_paused']:.0f} |"
+            f" {r['end_ms']:.0f} ms ({r['end_p90_ms']:.0f}) | {cpu_ms:.1f} ms |"
+        )
+    engines.turn = model
+    return rows
+
+
+async def main(s2s_runs: int, write: bool, with_variants: bool = False) -> None:
     with tempfile.TemporaryDirectory() as state:
         config = parse_config(f"state_dir: {state}\nllm:\n  temperature: 0.0\n", "bench")
         engines = await asyncio.to_thread(load_engines, config, probe())
@@ -409,6 +462,7 @@ async def main(s2s_runs: int, write: bool) -> None:
             "turn model": await bench_turns(engines, clips, turn, outcomes),
         }
         engines.turn = model
+        variant_rows = await bench_variants(engines, clips, turn) if with_variants else []
         rows = sweep(outcomes, turn.endpoint.max_pause_s, turn.endpoint.turn_check_s)
         cpu_ms, wall_ms = bench_check_cpu(engines, [c for c in clips if c.kind == "complete"])
         s2s_utts = [_trim(await _say(engines, PIPER_VOICES[0], text)) for text in S2S_TEXTS]
@@ -462,6 +516,17 @@ async def main(s2s_runs: int, write: bool) -> None:
         f"| {th:.2f} | {ok:.0%} | {cuts}/{len(clips)} | {end:.0f} ms |"
         for th, ok, cuts, end in rows
     ]
+    if variant_rows:
+        lines += [
+            "",
+            "The same turns through each way of running the int8 file (threshold"
+            f" {config.vad.turn_threshold:.2f}, one check per pause):",
+            "",
+            "| model run as | complete turns ended by the model | early cuts |"
+            " end of utterance, median (p90) | CPU per check |",
+            "|---|---|---|---|---|",
+            *variant_rows,
+        ]
     lines += [
         "",
         "How the pause set is made: the whole sentence is synthesized and cut at the word"
@@ -481,6 +546,7 @@ async def main(s2s_runs: int, write: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--s2s-runs", type=int, default=3)
+    parser.add_argument("--variants", action="store_true", help="compare ways of running it")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    asyncio.run(main(args.s2s_runs, not args.no_write))
+    asyncio.run(main(args.s2s_runs, not args.no_write, args.variants))

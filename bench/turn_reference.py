@@ -1,27 +1,29 @@
-"""The Smart Turn reference table: Pipecat's own analyzer on a few spoken clips.
+"""The Smart Turn reference table: the model's float32 answers on a few spoken clips.
 
-Two steps, each in its own environment, run once; the test
+Two steps, run once, both in Hearth's venv; the test
 (``tests/unit/daemon/engines/turn/test_smart_turn.py``) compares Hearth's
 probabilities with the table.
 
-1. ``.venv/bin/python bench/turn_reference.py synth`` (Hearth's venv): speaks each
-   text with the bundled Piper voice (en_US-joe-medium), resamples it to 16 kHz,
-   trims the voice's own trailing silence, adds 200 ms of digital silence (about
-   when the endpointer first asks the model) and writes
-   ``tests/data/turn/<name>.wav``. Piper runs without its noise (the same audio on
-   every run), but the clips are kept all the same: a newer Piper or voice would
-   move the probabilities.
-2. In a scratch venv with Pipecat itself::
+1. ``.venv/bin/python bench/turn_reference.py synth``: speaks each text with the
+   bundled Piper voice (en_US-joe-medium), resamples it to 16 kHz, trims the voice's
+   own trailing silence, adds 200 ms of digital silence (about when the endpointer
+   first asks the model) and writes ``tests/data/turn/<name>.wav``. Piper runs
+   without its noise (the same audio on every run), but the clips are kept all the
+   same: a newer Piper or voice would move the probabilities.
+2. ``.venv/bin/python bench/turn_reference.py reference``: the reference shares no
+   code with Hearth's path. The features are Pipecat's own (its vendored numpy copy
+   of ``transformers.WhisperFeatureExtractor(chunk_length=8)``, loaded from the
+   pipecat-ai wheel by file, without importing Pipecat). The model is the
+   smart-turn-v3.2-cpu.onnx file evaluated by ONNX's pure-numpy reference evaluator
+   (``onnx.reference``), with the quantized activations passed through and the int8
+   weights expanded to float: the float32 model the file encodes, with no CPU-specific
+   kernel in the way. Hearth runs that model on ONNX Runtime
+   (:mod:`daemon.engines.turn.qdq`).
 
-       python3.11 -m venv /tmp/pipecat-ref
-       /tmp/pipecat-ref/bin/pip install pipecat-ai==1.14.0 onnxruntime numpy transformers
-       /tmp/pipecat-ref/bin/python bench/turn_reference.py reference
-
-   runs ``LocalSmartTurnAnalyzerV3._predict_endpoint`` (its bundled
-   smart-turn-v3.2-cpu.onnx, int16 scaled by 1/32768 as ``BaseSmartTurn`` does) on
-   every clip, and the original recipe (``transformers.WhisperFeatureExtractor``
-   with ``chunk_length=8``, as in pipecat-ai/smart-turn's ``inference.py``) as a
-   second opinion, and writes ``tests/data/turn_reference.json``.
+   For comparison the table also keeps what Pipecat's analyzer gives on the machine
+   that wrote it (ONNX Runtime's integer kernels, ``ORT_ENABLE_ALL``) and that
+   machine's CPU flags: those numbers move with the CPU, and the test does not use
+   them.
 
 Clips built from others (``concat``) or from nothing (``silence_s``) are not stored
 as audio; the test builds them the same way, with :func:`clip_audio`.
@@ -114,57 +116,116 @@ def synth() -> None:
         print(f"{name}: {len(audio) / RATE:.2f} s  {text!r}")
 
 
+def _pipecat_features() -> Any:
+    """Pipecat's ``compute_whisper_log_mel_features``, loaded from its file alone."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pipecat")
+    assert spec is not None and spec.submodule_search_locations, "pipecat-ai is not installed"
+    path = Path(list(spec.submodule_search_locations)[0]) / "audio/turn/smart_turn"
+    module_spec = importlib.util.spec_from_file_location(
+        "pipecat_whisper_features", path / "_whisper_features.py"
+    )
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.compute_whisper_log_mel_features
+
+
+def float_evaluator(model_path: Path) -> Any:
+    """The QDQ file as float32 in ONNX's numpy reference evaluator: activations pass
+    through ``QuantizeLinear``/``DequantizeLinear``; stored integers are expanded."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    from onnx.reference.op_run import OpRun
+
+    class QuantizeLinear(OpRun):
+        op_domain = ""
+
+        def _run(self, x: np.ndarray, *args: Any, **kwargs: Any) -> tuple[np.ndarray]:
+            return (x,)
+
+    class DequantizeLinear(OpRun):
+        op_domain = ""
+
+        def _run(
+            self,
+            x: np.ndarray,
+            scale: np.ndarray,
+            zero_point: np.ndarray | None = None,
+            axis: int | None = None,
+            **kwargs: Any,
+        ) -> tuple[np.ndarray]:
+            if x.dtype.kind == "f":
+                return (x,)
+            s = scale.astype(np.float64)
+            z = np.zeros_like(s) if zero_point is None else zero_point.astype(np.float64)
+            if s.size > 1:
+                shape = [1] * x.ndim
+                shape[1 if axis is None else axis] = s.size
+                s, z = s.reshape(shape), z.reshape(shape)
+            return (((x.astype(np.float64) - z) * s).astype(np.float32),)
+
+    return ReferenceEvaluator(
+        onnx.load(str(model_path)), new_ops=[QuantizeLinear, DequantizeLinear]
+    )
+
+
+def cpu_flags() -> str:
+    """The CPU's model name and its vector extensions that pick integer kernels."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = next(
+        (ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")),
+        "unknown CPU",
+    )
+    flags = sorted({f for f in text.split() if f == "avx2" or "avx512" in f or "vnni" in f})
+    return f"{name}: {' '.join(flags) or 'no AVX2'}"
+
+
 def reference() -> None:
-    """Step 2 (a venv with pipecat-ai): Pipecat's probabilities into the table."""
+    """Step 2: the float32 reference and, for comparison, Pipecat's int8 answers here."""
     import importlib.metadata
 
+    import onnx
     import onnxruntime
-    from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 
-    analyzer = LocalSmartTurnAnalyzerV3(sample_rate=RATE)
-    second = _transformers_recipe(analyzer._session)
+    sys.path.insert(0, str(ROOT))
+    from daemon.engines.models import resolve_turn_model
+
+    path = resolve_turn_model("")
+    features = _pipecat_features()
+    evaluator = float_evaluator(path)
+    opts = onnxruntime.SessionOptions()
+    opts.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    int8 = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    n = 8 * RATE
     table: dict[str, Any] = {
-        "about": "Pipecat's LocalSmartTurnAnalyzerV3 on these clips; see bench/turn_reference.py",
+        "about": "the float32 model in smart-turn-v3.2-cpu.onnx (onnx.reference, numpy) on"
+        " Pipecat's features; int8_probability: Pipecat's analyzer (ONNX Runtime's integer"
+        " kernels) on int8_cpu, for comparison only; see bench/turn_reference.py",
         "pipecat_ai": importlib.metadata.version("pipecat-ai"),
+        "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
-        "model": "smart-turn-v3.2-cpu.onnx",
+        "model": path.name,
         "threshold": 0.5,
+        "int8_cpu": cpu_flags(),
         "clips": {},
     }
     for name, recipe in recipes().items():
         audio = clip_audio(name, recipe).astype(np.float32) / 32768.0
-        p = float(analyzer._predict_endpoint(audio)["probability"])
-        entry = recipe | {"seconds": round(len(audio) / RATE, 3), "probability": round(p, 5)}
-        if second is not None:
-            entry["transformers_probability"] = round(second(audio), 5)
-        table["clips"][name] = entry
-        print(f"{name:14s} {p:.4f}  {recipe.get('text', '')}")
-    TABLE.write_text(json.dumps(table, indent=2) + "\n")
-
-
-def _transformers_recipe(session: Any) -> Any:
-    """smart-turn's inference.py recipe (transformers features), when installed."""
-    try:
-        from transformers import WhisperFeatureExtractor
-    except ImportError:
-        return None
-    extractor = WhisperFeatureExtractor(chunk_length=8)
-    n = 8 * RATE
-
-    def predict(audio: np.ndarray) -> float:
         x = audio[-n:] if len(audio) > n else np.pad(audio, (n - len(audio), 0))
-        features = extractor(
-            x,
-            sampling_rate=RATE,
-            return_tensors="np",
-            padding="max_length",
-            max_length=n,
-            truncation=True,
-            do_normalize=True,
-        ).input_features.astype(np.float32)
-        return float(session.run(None, {"input_features": features})[0].reshape(-1)[0])
-
-    return predict
+        mel = features(x, do_normalize=True)[None].astype(np.float32)
+        (out,) = evaluator.run(None, {"input_features": mel})
+        p = float(np.asarray(out).reshape(-1)[0])
+        q = float(int8.run(None, {"input_features": mel})[0].reshape(-1)[0])
+        entry = recipe | {
+            "seconds": round(len(audio) / RATE, 3),
+            "probability": round(p, 5),
+            "int8_probability": round(q, 5),
+        }
+        table["clips"][name] = entry
+        print(f"{name:14s} float32 {p:.4f}  int8 here {q:.4f}  {recipe.get('text', '')}")
+    TABLE.write_text(json.dumps(table, indent=2) + "\n")
 
 
 if __name__ == "__main__":

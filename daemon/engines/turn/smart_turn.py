@@ -3,8 +3,13 @@
 The model reads the last 8 s of the speaker's audio (zero-padded at the front when
 shorter) as Whisper log-mel features (:mod:`daemon.engines.turn.features`) and
 returns the probability, through a sigmoid inside the graph, that the turn is
-complete. One decision took about 85 ms of one core on a shared 2-vCPU AMD EPYC
-(AVX2; features 3-5 ms, the rest the model), as Pipecat's own analyzer did there.
+complete.
+
+The file is int8 (QDQ), and ONNX Runtime's integer kernels answer differently on
+different CPUs (0.37 or 0.91 for the same clip on AVX-512 VNNI and AVX2), so the
+graph is run as the float32 model it encodes (:mod:`daemon.engines.turn.qdq`):
+the same weights, float arithmetic, one answer on every x86 CPU. See
+bench/RESULTS.md ("Turn-taking") for what that costs per check.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import numpy as np
 
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.turn.features import HOP, N_MELS, RATE, log_mel
+from daemon.engines.turn.qdq import float_model_bytes
 from daemon.errors import ModelUnavailable
 
 WINDOW_S = 8.0
@@ -42,7 +48,14 @@ class SmartTurn(TurnModel):
     name = "smart-turn-v3.2"
     window_s = WINDOW_S
 
-    def __init__(self, path: Path, threshold: float = 0.5, threads: int = 1) -> None:
+    def __init__(
+        self, path: Path, threshold: float = 0.5, threads: int = 1, exact: bool = True
+    ) -> None:
+        """Load ``path``; ``exact`` (the default) runs a quantized file in float32.
+
+        ``exact=False`` runs the file as it is, with the CPU's own integer kernels: only
+        for comparison (``bench/turn_bench.py``), since its answers move with the CPU.
+        """
         import onnxruntime
 
         opts = onnxruntime.SessionOptions()
@@ -54,8 +67,10 @@ class SmartTurn(TurnModel):
         opts.log_severity_level = 4
         self.path = path
         self.threshold = threshold
+        self.exact = exact
+        model: str | bytes = float_model_bytes(path.read_bytes()) if exact else str(path)
         self.session = onnxruntime.InferenceSession(
-            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+            model, sess_options=opts, providers=["CPUExecutionProvider"]
         )
         inputs = self.session.get_inputs()
         if [i.name for i in inputs] != [INPUT] or list(inputs[0].shape[1:]) != [N_MELS, FRAMES]:
