@@ -116,6 +116,7 @@ class HttpConfig:
     cors_origins: list[str] = field(default_factory=list, metadata=_c(check=_origin_ok))
     allowed_hosts: list[str] = field(default_factory=list, metadata=_c(check=_host_name_ok))
     header_timeout_s: float = field(default=10.0, metadata=_c(min=0.5, max=300.0))
+    body_idle_timeout_s: float = field(default=5.0, metadata=_c(min=0.5, max=300.0))
     max_connections: int = field(default=512, metadata=_c(min=8, max=100_000))
 
 

@@ -20,6 +20,7 @@ STATUS: dict[str, int] = {
     "unknown-voice": 404,
     "voice-not-authorized": 406,
     "header-timeout": 408,
+    "body-timeout": 408,
     "voice-exists": 409,
     "audio-too-long": 413,
     "text-too-long": 413,

@@ -28,7 +28,7 @@ from protocols.http import (
     willow_speech,
 )
 from protocols.http.auth import has_api_key, require_api_key
-from protocols.http.common import BodyLimit, ServiceView
+from protocols.http.common import BodyIdle, BodyLimit, ServiceView
 from protocols.http.cors import CardCors
 from protocols.http.errors import error_responses, without_validation_422
 from protocols.http.origin import OriginGuard
@@ -53,6 +53,8 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
     app.state.rtc = rtc  # signaling answers "not ready" while it is None
     errors.install(app)
     app.add_middleware(BodyLimit, service=service)
+    # A body that stops arriving ends its request (and connection) early: 408.
+    app.add_middleware(BodyIdle, service=service)
     # Around BodyLimit: counts 413s too. In-flight tracking stays on with metrics off.
     metrics.install(app, service, expose=service.config.metrics.enabled)
     # The card's CORS headers go on every response, errors included.

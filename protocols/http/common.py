@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -104,3 +105,60 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+class BodyIdle:
+    """ASGI middleware: a request body that stops arriving, or takes too long in all,
+    ends with 408 ``body-timeout``.
+
+    While a route waits for more of its body (a Willow upload, a multipart file, a
+    JSON body), the client must send something within ``http.body_idle_timeout_s``,
+    and the whole body must arrive within ``limits.request_timeout_s`` of the first
+    wait; otherwise the route's read raises, the answer says ``connection: close`` and
+    uvicorn closes the connection, freeing its ``http.max_connections`` slot. The
+    second bound covers bodies that FastAPI reads before a route's own deadline starts
+    (JSON, forms): one byte every few seconds would otherwise hold a slot for as long
+    as the size cap allows. Only waits for the body count: a route busy decoding, or a
+    response still waiting for a disconnect after the body, is not timed here.
+    """
+
+    def __init__(self, app: ASGIApp, service: ServiceView) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Time each wait for the next part of the body, from the live configuration."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        config = self.service.config
+        idle_s = config.http.body_idle_timeout_s
+        total_s = config.limits.request_timeout_s
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        body_done = False
+
+        async def watched() -> Message:
+            nonlocal body_done, deadline
+            if body_done:  # after the body, receive() only reports a disconnect
+                return await receive()
+            if deadline is None:
+                deadline = loop.time() + total_s
+            wait_s = min(idle_s, deadline - loop.time())
+            try:
+                async with asyncio.timeout(max(0.0, wait_s)):
+                    message = await receive()
+            except TimeoutError:
+                # An HTTPException, so that FastAPI's body parsing passes it on (see
+                # BodyLimit); the handler maps 408 to ``body-timeout``.
+                why = (
+                    f"no part of the request body arrived for {idle_s:g} s"
+                    if wait_s >= idle_s
+                    else f"the request body did not arrive within {total_s:g} s"
+                )
+                raise StarletteHTTPException(408, why, headers={"connection": "close"}) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        await self.app(scope, watched, send)

@@ -134,9 +134,12 @@ def install(app: FastAPI) -> None:
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        code = {404: "not-found", 405: "method-not-allowed", 413: "upload-too-large"}.get(
-            exc.status_code, "invalid-request"
-        )
+        code = {
+            404: "not-found",
+            405: "method-not-allowed",
+            408: "body-timeout",
+            413: "upload-too-large",
+        }.get(exc.status_code, "invalid-request")
         body = error_body(request.url.path, code, str(exc.detail))
         return JSONResponse(body, exc.status_code, headers=exc.headers)
 

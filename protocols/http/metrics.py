@@ -53,10 +53,25 @@ def install(app: FastAPI, service: Any, expose: bool = True) -> None:
     if not expose:
         return
 
-    @app.get("/metrics", tags=["health"], dependencies=[Depends(require_api_key)])
-    async def prometheus() -> Response:
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        dependencies=[Depends(require_api_key)],
+        response_class=PrometheusResponse,
+    )
+    async def prometheus() -> PrometheusResponse:
         """Prometheus metrics (text exposition format)."""
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return PrometheusResponse(metrics.render())
+
+
+class PrometheusResponse(Response):
+    """The text exposition format, under the media type prometheus_client names.
+
+    As the route's ``response_class`` it is also what the OpenAPI schema lists for
+    the 200 answer (FastAPI would otherwise document ``application/json``).
+    """
+
+    media_type = CONTENT_TYPE
 
 
 class RequestMetrics:

@@ -279,6 +279,18 @@ def test_malformed_chunk_framing_is_400(daemon):
     assert_serving(daemon)
 
 
+def test_a_stalled_upload_is_408_long_before_the_request_deadline(daemon):
+    # 10 bytes, then nothing: this held the connection for limits.request_timeout_s
+    # (120 s); http.body_idle_timeout_s (5 s) now ends it, and closes the connection.
+    began = time.monotonic()
+    first = [b"a\r\n" + b"\x00" * 10 + b"\r\n"]
+    answer = _raw_request(daemon, _willow_head(daemon), first, close=False)
+    assert time.monotonic() - began < 30  # 5 s and a margin, not 120 s
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:300]
+    assert b'"body-timeout"' in answer and b"connection: close" in answer
+    assert_serving(daemon)
+
+
 def test_audio_over_the_limit_is_413(tmp_path):
     with Daemon(tmp_path, "limits:\n  max_audio_s: 1\n") as small:
         resp = httpx.post(
@@ -413,6 +425,18 @@ def test_tts_raw_spaces_in_query_then_cache_hit(daemon, engines):
     status, headers, again = _raw_get(daemon, f"/api/tts?format=WAV&speaker=CLB&text={text}")
     assert status == 200 and headers["x-cache"] == "hit"
     assert np.array_equal(decode_file(again), decode_file(wav))
+
+
+def test_a_request_line_ending_in_a_bare_lf_is_400_at_once(daemon):
+    # Answered before http.header_timeout_s (10 s), which it used to wait for.
+    with socket.create_connection(("127.0.0.1", daemon.http_port), timeout=5) as sock:
+        sock.sendall(b"GET /api/ping HTTP/1.1\nHost: x\n\n")
+        answer = b""
+        while chunk := sock.recv(65536):  # to EOF: closed
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:300]
+    assert b'"invalid-request"' in answer
+    assert_serving(daemon)
 
 
 def _opts():

@@ -233,6 +233,27 @@ async def test_a_willow_request_line_is_refused_upstream_and_repaired_by_the_pat
     assert reply.startswith(b"HTTP/1.1 200")
 
 
+BARE_LF = b"GET /api/ping HTTP/1.1\nHost: hearth\n\n"
+
+
+@pytest.mark.parametrize("split", [5, BARE_LF.index(b"\n") - 3, BARE_LF.index(b"\n")])
+async def test_a_request_line_ending_in_a_bare_lf_is_refused_at_once(split: int) -> None:
+    scope, reply = await serve_one(HttpToolsProtocol, BARE_LF)
+    assert scope is None and reply.startswith(b"HTTP/1.1 400"), "httptools accepts bare LF now"
+    lenient = uvicorn_patch.LenientHttpToolsProtocol
+    # Before: held until a CRLF that never comes (serve_one then times out).
+    scope, reply = await serve_one(lenient, BARE_LF[:split], BARE_LF[split:])
+    assert scope is None and reply.startswith(b"HTTP/1.1 400 "), reply
+    assert b'"code": "invalid-request"' in reply and b"connection: close" in reply
+
+
+async def test_a_newline_inside_a_willow_tts_text_is_still_encoded() -> None:
+    request = b"GET /api/tts?text=One.\nTwo. HTTP/1.1\r\nHost: hearth\r\n\r\n"
+    scope, reply = await serve_one(uvicorn_patch.LenientHttpToolsProtocol, request)
+    assert scope["query_string"] == b"text=One.%0ATwo."
+    assert reply.startswith(b"HTTP/1.1 200")
+
+
 def test_the_server_leaves_stop_signals_to_the_service() -> None:
     before = signal.getsignal(signal.SIGTERM)
     server = uvicorn_patch.DaemonServer(uvicorn.Config(lambda: None))

@@ -60,6 +60,15 @@ def test_a_sane_client_request_id_is_kept():
     assert evil.headers["x-request-id"] != "a b\x7f"
 
 
+def test_the_served_content_type_is_one_the_openapi_schema_lists():
+    client = TestClient(create_app(FakeService()))
+    operation = client.get("/openapi.json").json()["paths"]["/metrics"]["get"]
+    documented = operation["responses"]["200"]["content"]
+    served = client.get("/metrics").headers["content-type"]
+    assert served.startswith("text/plain")  # the Prometheus text format, not JSON
+    assert served in documented, f"served {served!r}, documented {sorted(documented)}"
+
+
 def test_metrics_need_the_api_key_when_one_is_set():
     client = TestClient(create_app(FakeService("k")))
     assert client.get("/metrics").status_code == 401

@@ -37,6 +37,8 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from daemon.config import Config
+from daemon.ops.inflight import InFlight
+from daemon.ops.metrics import Metrics, ServiceSnapshot
 from daemon.runtime.engines import Engines
 from daemon.voices.training import Training
 from protocols.http.app import create_app
@@ -78,12 +80,15 @@ def _details(exc: BaseException) -> str:
 
 
 class Service:
-    """The running service as the HTTP app sees it, over fake engines, with training jobs."""
+    """The running service as the HTTP app sees it, over fake engines, with training jobs
+    and metrics (so that ``/metrics`` is fuzzed too)."""
 
     def __init__(self, config: Config, engines: Engines) -> None:
         self.config = config
         self.engines: Engines | None = engines
         self.training = Training(config)
+        self.inflight = InFlight()
+        self.metrics = Metrics(lambda: ServiceSnapshot("ready", ("loading", "ready"), None))
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Always ready."""

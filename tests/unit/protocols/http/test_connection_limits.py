@@ -1,4 +1,5 @@
-"""uvicorn as Hearth runs it: half-sent request heads time out, connections are capped."""
+"""uvicorn as Hearth runs it: half-sent request heads time out, connections are capped,
+request lines ending in a bare LF are refused at once."""
 
 from __future__ import annotations
 
@@ -78,3 +79,14 @@ async def test_connections_over_the_cap_are_refused_at_once(port: int) -> None:
         assert reply.startswith(b"HTTP/1.1 503") and b"max_connections" in reply
         for _, writer in held:
             writer.close()
+
+
+async def test_a_request_in_bare_lf_lines_is_refused_at_once(port: int) -> None:
+    # Well before the head's deadline: it waited for it before.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /health HTTP/1.1\nHost: x\n\n")
+    async with asyncio.timeout(HEADER_TIMEOUT_S / 2):
+        reply = await reader.read()  # to EOF: the server closed the connection
+    writer.close()
+    assert reply.startswith(b"HTTP/1.1 400 "), reply
+    assert b'"invalid-request"' in reply
