@@ -5,7 +5,9 @@
   Willow devices append the text to speak to their TTS URL without encoding it
   (``GET /api/tts?text=Turn on the light. HTTP/1.1``), which httptools refuses with
   400. The request line is repaired (:func:`protocols.http.requestline.repair_request_line`)
-  before httptools parses it, as nginx in front of WIS tolerated it.
+  before httptools parses it, as nginx in front of WIS tolerated it. A request line
+  ending in a bare LF is refused with 400 at once (httptools refuses one itself; the
+  line is held here until its CRLF, which would never come).
 - **A deadline on request heads, and a cap on connections**
   (``HttpToolsProtocol.connection_made``/``data_received``/``on_message_begin``/
   ``on_headers_complete``/``on_message_complete``/``connection_lost``): uvicorn
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import socket
 from collections.abc import Iterator
 
@@ -246,6 +249,11 @@ class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
         if self._at_request_line:
             scan_from = max(0, len(self._held) - 1)  # only new bytes (and a split CRLF)
             self._held += data
+            # Refused, not answered: see _ends_in_bare_lf for why.
+            if _ends_in_bare_lf(self._held, scan_from):
+                self._held = bytearray()
+                self._refuse_bare_lf()
+                return
             end = self._held.find(b"\r\n", scan_from)
             if end < 0:
                 if len(self._held) > MAX_TARGET:  # the line could only be refused
@@ -264,6 +272,34 @@ class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
         """Answer 414 with a JSON body, as the app would, and close."""
         self.transport.write(too_long_response())
         self.transport.close()
+
+    def _refuse_bare_lf(self) -> None:
+        """Answer 400 with a JSON body, as the app would, and close."""
+        message = "HTTP lines must end in CRLF, not a bare LF"
+        self.transport.write(raw_error(400, "Bad Request", "invalid-request", message))
+        self.transport.close()
+
+
+_BARE_LF_LINE = re.compile(rb" HTTP/\d\.\d\n")
+
+
+def _ends_in_bare_lf(held: bytes | bytearray, scan_from: int) -> bool:
+    """Whether the request line held so far is complete but ends in a bare LF.
+
+    RFC 9112 (2.2) lets a server take a bare LF as a line end, but answering would mean
+    rewriting every line before httptools sees it: llhttp refuses a bare LF on every
+    line (this one, headers, chunk sizes) with 400. And a proxy in front of Hearth may
+    split lines differently than Hearth would: accepting bare LFs is how request
+    smuggling starts, and no real client sends them. Waiting for a CRLF that never
+    comes held the connection until ``http.header_timeout_s``; the line is refused at
+    once instead, as httptools would refuse it. A bare LF that ends no request line (a
+    newline inside a Willow TTS text, sent unencoded) is left for
+    :func:`repair_request_line` to encode.
+    """
+    # Back far enough for " HTTP/1.1" split across reads; the CRLF search starts later.
+    start = max(0, scan_from - len(b" HTTP/1.1"))
+    match = _BARE_LF_LINE.search(held, start)
+    return match is not None and b"\r\n" not in held[: match.start()]
 
 
 class DaemonServer(uvicorn.Server):
