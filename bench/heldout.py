@@ -801,6 +801,7 @@ def sweep_padding(
     fmt_labels: list[str],
     greedy: bool,
     save: Path | None = None,
+    window: str = "auto",
 ) -> None:
     """The Willow path in-process (no daemon, no pacing) for several paddings.
 
@@ -824,7 +825,7 @@ def sweep_padding(
 
     config = parse_config("", "heldout.yaml")
     path = resolve_whisper("tiny.en", Path(tempfile.gettempdir()), allow_download=False)
-    asr = WhisperAsr("tiny.en", path)
+    asr = WhisperAsr("tiny.en", path, window=window)
     if greedy:
         model = asr._model  # noqa: SLF001 - a benchmark's switch, not a daemon path
         model.transcribe = functools.partial(model.transcribe, temperature=0.0)
@@ -883,6 +884,12 @@ def sweep_padding(
                 f"(worse {len(worse)}: {' '.join(worse)}; better {better})",
                 flush=True,
             )
+    counts = asr.window_counts()
+    if counts:
+        decodes = sum(counts.values())
+        redone = sum(n for (_, verdict), n in counts.items() if verdict != "ok")
+        shown = ", ".join(f"{w} s {v}: {n}" for (w, v), n in sorted(counts.items()))
+        print(f"  window {window}: {decodes} windowed decodes, {redone} redone in 30 s ({shown})")
     if save is not None:
         save.write_text(json.dumps(dump, indent=0))
 
@@ -899,6 +906,9 @@ def main() -> None:
         help="padding/speculative padding[/speculative silence] ms: 120/120/120,240/60/60",
     )
     parser.add_argument("--greedy", action="store_true", help="sweep at temperature 0 only")
+    parser.add_argument(
+        "--window", choices=("auto", "30"), default="auto", help="sweep: the decode window"
+    )
     parser.add_argument(
         "--save", type=Path, default=None, help="transcripts as JSON (a rerun resumes from it)"
     )
@@ -928,7 +938,7 @@ def main() -> None:
 
         silence = parse_config("", "heldout.yaml").willow.speculative_silence_ms
         configs = [(p[0], p[1], p[2] if len(p) > 2 else silence) for p in pairs]
-        sweep_padding(clips, configs, labels, args.greedy, args.save)
+        sweep_padding(clips, configs, labels, args.greedy, args.save, args.window)
         return
     if args.replot:
         results, extra = _load(args.replot)

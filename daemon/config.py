@@ -215,6 +215,10 @@ class AsrModelConfig:
     beam_size: int = field(default=1, metadata=_c(min=1, max=10))
     language: str = ""
     cpu_threads: int = field(default=0, metadata=_c(min=0, max=256))
+    window: Literal["auto", "30"] = "30"
+    """Decode window: cut to the utterance (auto, with a guard) or always Whisper's 30 s.
+
+    30 by default until the held-out set allows auto (bench/RESULTS.md, "Decode window")."""
 
 
 @dataclass(frozen=True)
@@ -650,6 +654,8 @@ def _convert_inner(tp: Any, value: Any, rules: dict[str, Any], path: tuple[str, 
         if isinstance(value, bool):  # YAML reads a bare on/off as a boolean
             word = "on" if value else "off"
             value = word if word in choices else value
+        elif isinstance(value, int | float) and str(value) in choices:
+            value = str(value)  # a bare number among words (window: 30)
         if value not in choices:
             raise _Invalid(
                 path, f"must be one of {', '.join(map(str, choices))}, got {_describe(value)}"

@@ -77,6 +77,8 @@ class EngineGauges:
     cache: tuple[int, int, int, int, int] | None = None
     """TTS cache (hits, misses, bytes, entries, damaged entries), None without a cache."""
     remote: RemoteGauges = field(default_factory=RemoteGauges)
+    asr_windows: tuple[tuple[str, str, str, int], ...] = ()
+    """(model, window seconds, guard verdict, decodes) of windowed Whisper decodes."""
 
 
 @dataclass
@@ -197,6 +199,15 @@ def _engine_metrics(engines: EngineGauges | None) -> Iterator[Metric]:
         size.add_metric([], cache_bytes)
         entries.add_metric([], count)
     yield from (hits, misses, size, entries, corrupt)
+    windows = CounterMetricFamily(
+        "hearth_asr_window_decodes",
+        "Whisper decodes in a window cut to the utterance, by window (s) and the guard's"
+        " verdict; every verdict but ok was decoded again with the full 30 s window.",
+        labels=["model", "window", "verdict"],
+    )
+    for asr, window, verdict, decodes in now.asr_windows:
+        windows.add_metric([asr, window, verdict], decodes)
+    yield windows
     yield from _remote_metrics(now.remote)
 
 

@@ -275,6 +275,11 @@ class Engines:
             remote=remote_gauges(
                 endpoint_sets([*self.asr.values(), self.llm, self.tts and self.tts.engine])
             ),
+            asr_windows=tuple(
+                (name, window, verdict, count)
+                for name, model in self.asr.items()
+                for (window, verdict), count in sorted(model.window_counts().items())
+            ),
         )
 
     def close(self) -> None:
@@ -376,6 +381,7 @@ def load_engines(
                 language=m.language,
                 batch_window_ms=config.asr.batch_window_ms,
                 max_batch=batch_size(config.asr.max_batch, p.device),
+                window=m.window,
             )
 
         engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)

@@ -60,15 +60,29 @@ async def run_session(
     return final, events, session
 
 
+async def decode_alone(engines, session) -> str:
+    """The default model's one-shot decode of the utterance ``session`` cut out.
+
+    A reference computed in the same run from the same audio: an exact transcript
+    stored in a test would hold only on CPUs whose int8 kernels round like this one's.
+    """
+    utterance = await session.utterance_audio()
+    assert utterance is not None
+    model = engines.asr_model(None)
+    return (await asyncio.to_thread(model.transcribe, utterance, TranscribeOptions())).text
+
+
 async def test_piper_says_it_and_whisper_hears_it(engines, kitchen):
     # 1.8 s of silence: past vad.max_pause_ms, so the utterance ends (VoiceStopped)
     # whatever the turn model answers, and however late its answer comes.
     final, events, session = await run_session(
         engines, np.concatenate([silence(0.5), kitchen, silence(1.8)])
     )
-    # The suite's one exact check, on its clearest phrase; elsewhere tests allow tiny.en
-    # a word of difference (assert_heard): its exact words vary with the CPU.
-    assert words(final.text) == words(PHRASE)
+    # tiny.en's exact words vary with the CPU (its int8 kernels differ), so the exact
+    # check is against the model itself, decoding the utterance the session cut out in
+    # this run; against the sentence spoken, a word of difference is allowed.
+    assert final.text == await decode_alone(engines, session)
+    assert_heard(final.text, PHRASE, "kitchen")
     assert final.language == "en"
     kinds = [type(e) for e in events]
     assert kinds[0] is VoiceStarted and VoiceStopped in kinds and kinds[-1] is FinalTranscript
@@ -90,9 +104,10 @@ async def test_speculative_result_equals_one_shot_decode(engines, kitchen):
         engines, audio, realtime=True, options=SessionOptions(partials=False)
     )
     assert final.speculative and session.asr_calls == 1
-    model = engines.asr_model(None)
-    one_shot = model.transcribe(pcm_to_float(audio), TranscribeOptions())
-    assert words(final.text) == words(one_shot.text)
+    # The decode started while the audio still arrived is the one a decode of the whole
+    # utterance gives at its end, on the same audio in this run (not on the untrimmed
+    # clip: its silence may change a word on another CPU).
+    assert final.text == await decode_alone(engines, session)
     assert_heard(final.text, PHRASE, "kitchen")
 
 

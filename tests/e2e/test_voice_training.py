@@ -22,10 +22,12 @@ pytestmark = [
 
 
 async def test_enroll_train_export_and_speak(engines, speak, tmp_path):
+    # max_wer: the takes' words are not under test here, and tiny.en may mishear one
+    # of a short prompt's five words on another CPU (0.2, against the default 0.25).
     config = parse_config(
         f"state_dir: {tmp_path}\n"
         "voices:\n  min_minutes: 0\n  train_device: cpu\n  train_epochs: 1\n"
-        "  train_max_steps: 2\n  train_batch_size: 2\n  train_threads: 2\n"
+        "  train_max_steps: 2\n  train_batch_size: 2\n  train_threads: 2\n  max_wer: 0.5\n"
     )
     enrollment = Enrollment(config, "me")
     for index in range(4):

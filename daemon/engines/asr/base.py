@@ -84,6 +84,10 @@ class AsrModel(ABC):
                 f"it supports: {shown} (or 'auto')"
             )
 
+    def window_counts(self) -> dict[tuple[str, str], int]:
+        """Decodes in a cut window so far, by (window seconds, guard verdict); {}: none."""
+        return {}
+
     @abstractmethod
     def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
         """Decode 16 kHz mono float32 audio (blocking; call from a worker)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-import zlib
+import threading
+from collections import Counter
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,15 @@ import numpy as np
 from daemon.audio.pcm import RATE
 from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transcript
 from daemon.engines.asr.batch import Batcher
+from daemon.engines.asr.window import (
+    FULL_S,
+    TOKENS_FLOOR,
+    TOKENS_PER_S_MAX,
+    Decode,
+    Verdict,
+    choose_window,
+    judge,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -26,12 +36,8 @@ MULTILINGUAL = (
     "mt sa lb my bo tl mg as tt haw ln ha ba jw su yue"
 ).split()
 
-WINDOW_S = 30.0
+WINDOW_S = FULL_S
 """Whisper decodes 30 s windows: longer audio takes the sequential path."""
-# faster-whisper's defaults for transcribe(); a batched result that misses one of
-# these thresholds is decoded again on the normal path (temperature fallback).
-COMPRESSION_RATIO_THRESHOLD = 2.4
-LOG_PROB_THRESHOLD = -1.0
 MAX_INITIAL_TIMESTAMP_S = 1.0
 
 
@@ -61,6 +67,7 @@ class WhisperAsr(AsrModel):
         language: str = "",
         batch_window_ms: int = 0,
         max_batch: int = 1,
+        window: str = "30",
     ) -> None:
         if device != "cpu":
             from daemon.engines import cuda
@@ -86,6 +93,10 @@ class WhisperAsr(AsrModel):
         self.multilingual = bool(self._model.model.is_multilingual)
         self.default_language = language or ("" if self.multilingual else "en")
         self.languages = tuple(MULTILINGUAL) if self.multilingual else ("en",)
+        self.windowed = window == "auto"
+        """Decode in a window cut to the utterance (checked, else the 30 s one)."""
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._counts_lock = threading.Lock()
         self.batcher: Batcher[_Job, Transcript] | None = None
         """Batches utterances that are ready together (None: batching off)."""
         if max_batch > 1:
@@ -108,6 +119,8 @@ class WhisperAsr(AsrModel):
         job = self._batchable(audio, options)
         if job is not None and self.batcher is not None:
             return self.batcher.submit(self._batch_key(job), job)
+        if job is not None and self.windowed:
+            return self._decode_windows([job])[0]
         result = None
         for item in self.transcribe_segments(audio, options):
             if isinstance(item, Transcript):
@@ -141,16 +154,32 @@ class WhisperAsr(AsrModel):
         task = job.options.task
         return (job.language, task, job.beam_size, job.options.initial_prompt)
 
+    def window_counts(self) -> dict[tuple[str, str], int]:
+        """Decodes so far by (window, outcome): ``("10", "ok")``, ``("10", "repeats")``..."""
+        with self._counts_lock:
+            return dict(self._counts)
+
+    def _count(self, window_s: float, verdict: Verdict) -> None:
+        with self._counts_lock:
+            self._counts[(f"{window_s:g}", verdict.value)] += 1
+
     def _decode_batch(self, jobs: list[_Job]) -> list[Transcript]:
+        """The batcher's call: one window for the batch, or faster-whisper's own path."""
+        if len(jobs) == 1 and not self.windowed:
+            return [self._sequential(jobs[0])]
+        return self._decode_windows(jobs)
+
+    def _decode_windows(self, jobs: list[_Job]) -> list[Transcript]:
         """Encode and decode utterances sharing options in one CTranslate2 call.
 
         Mirrors faster-whisper's first-window decode (same features, prompt and
-        generation settings, greedy or beam); a result that would have needed its
-        temperature fallback or no-speech check is decoded again sequentially, so a
-        batched transcript is the one the sequential path gives.
+        generation settings, greedy or beam) in the window :func:`choose_window` gives
+        the longest utterance (30 s with ``window: 30``). A result the guard
+        (:func:`judge`) does not trust, a repetition, a decode cut at the length limit,
+        Whisper hearing no speech, or one that would have needed faster-whisper's
+        temperature fallback, is decoded again on the sequential 30 s path, so no
+        looping transcript comes back.
         """
-        if len(jobs) == 1:
-            return [self._sequential(jobs[0])]
         from faster_whisper.audio import pad_or_trim
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -161,17 +190,23 @@ class WhisperAsr(AsrModel):
         tokenizer = Tokenizer(
             fw.hf_tokenizer, self.multilingual, task=task, language=first.language
         )
+        longest_s = max(len(job.audio) for job in jobs) / RATE
+        window_s = choose_window(longest_s) if self.windowed else FULL_S
+        frames = int(round(window_s / fw.feature_extractor.time_per_frame))
         features = []
         sizes = []
         for job in jobs:
             mel = fw.feature_extractor(job.audio)
             size = min(fw.feature_extractor.nb_max_frames, mel.shape[-1] - 1)
             sizes.append(size)
-            features.append(pad_or_trim(mel[:, :size]))
+            features.append(pad_or_trim(mel[:, :size], frames))
         previous: list[int] = []
         if first.options.initial_prompt is not None:
             previous = tokenizer.encode(" " + first.options.initial_prompt.strip())
         prompt = fw.get_prompt(tokenizer, previous, without_timestamps=True)
+        # A loop ends at the guard's token limit, not at Whisper's 448: it is redone anyway.
+        budget = TOKENS_PER_S_MAX * longest_s if window_s < FULL_S else fw.max_length
+        max_length = min(fw.max_length, len(prompt) + max(TOKENS_FLOOR, int(budget)) + 1)
         encoded = fw.encode(np.stack(features))
         results: list[Any] = fw.model.generate(
             encoded,
@@ -181,7 +216,7 @@ class WhisperAsr(AsrModel):
             length_penalty=1,
             repetition_penalty=1,
             no_repeat_ngram_size=0,
-            max_length=fw.max_length,
+            max_length=max_length,
             return_scores=True,
             return_no_speech_prob=True,
             suppress_blank=True,
@@ -190,15 +225,24 @@ class WhisperAsr(AsrModel):
         )
         out: list[Transcript] = []
         for job, size, result in zip(jobs, sizes, results, strict=True):
-            tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+            generated = result.sequences_ids[0]
+            tokens = [t for t in generated if t < tokenizer.eot]
             text = tokenizer.decode(tokens)
-            avg_logprob = (
-                result.scores[0] * len(result.sequences_ids[0]) / (len(result.sequences_ids[0]) + 1)
+            avg_logprob = result.scores[0] * len(generated) / (len(generated) + 1)
+            verdict = judge(
+                Decode(
+                    text=text,
+                    tokens=len(tokens),
+                    audio_s=len(job.audio) / RATE,
+                    ended=len(prompt) + len(generated) < max_length,
+                    no_speech_prob=float(result.no_speech_prob),
+                    avg_logprob=float(avg_logprob),
+                )
             )
-            if (
-                _compression_ratio(text.strip()) > COMPRESSION_RATIO_THRESHOLD
-                or avg_logprob <= LOG_PROB_THRESHOLD
-            ):
+            self._count(window_s, verdict)
+            if verdict is not Verdict.OK:
+                if window_s < FULL_S:
+                    _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
                 out.append(self._sequential(job))
                 continue
             piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text.strip())
@@ -249,9 +293,3 @@ class WhisperAsr(AsrModel):
             language_probability=float(info.language_probability or 1.0),
             segments=tuple(parts),
         )
-
-
-def _compression_ratio(text: str) -> float:
-    """faster-whisper's repetition measure: text bytes over zlib-compressed bytes."""
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data)) if data else 0.0

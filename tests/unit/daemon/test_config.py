@@ -127,3 +127,13 @@ def test_bare_on_and_off_are_words_not_booleans():
     assert cfg.vad.turn == "off" and cfg.asr.partials == "on"
     with pytest.raises(ConfigError, match="vad.turn: must be one of smart-turn, off, got true"):
         parse_config("vad:\n  turn: true\n", "c.yaml")
+
+
+def test_the_decode_window_is_auto_or_a_bare_30():
+    assert parse_config("", "c.yaml").asr.models["tiny.en"].window == "30"
+    cfg = parse_config("asr:\n  models:\n    tiny.en:\n      window: 30\n", "c.yaml")
+    assert cfg.asr.models["tiny.en"].window == "30"
+    cfg = parse_config("asr:\n  models:\n    tiny.en:\n      window: auto\n", "c.yaml")
+    assert cfg.asr.models["tiny.en"].window == "auto"
+    with pytest.raises(ConfigError, match="window: must be one of auto, 30, got 12"):
+        parse_config("asr:\n  models:\n    tiny.en:\n      window: 12\n", "c.yaml")

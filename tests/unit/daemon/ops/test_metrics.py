@@ -118,3 +118,15 @@ def test_engine_latency_is_observed_from_the_worker_pools():
         pool.close()
     values = samples(metrics.render().decode())
     assert values[("hearth_engine_latency_seconds_count", (("engine", "asr"),))] == 1
+
+
+def test_windowed_decodes_are_counted_by_window_and_verdict():
+    from daemon.ops.metrics import EngineGauges
+
+    gauges = EngineGauges(asr_windows=(("tiny.en", "10", "ok", 7), ("tiny.en", "10", "repeats", 1)))
+    metrics = Metrics(lambda: ServiceSnapshot("ready", ("ready",), gauges))
+    values = samples(metrics.render().decode())
+    key = "hearth_asr_window_decodes_total"
+    labels = (("model", "tiny.en"), ("verdict", "repeats"), ("window", "10"))
+    assert values[(key, labels)] == 1
+    assert values[(key, (("model", "tiny.en"), ("verdict", "ok"), ("window", "10")))] == 7

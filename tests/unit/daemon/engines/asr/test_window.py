@@ -1,0 +1,99 @@
+"""The decode window and its guard: pure functions, no model."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.engines.asr.window import (
+    FULL_S,
+    Decode,
+    Verdict,
+    choose_window,
+    compression_ratio,
+    judge,
+    repeats,
+)
+
+LOOP = "What time is it? What time is it? What time is it? What time is it? What time is it?"
+"""The failure a window cut close to the speech gives (faster-whisper #171, #1006)."""
+
+
+def decode(text: str, **changes: object) -> Decode:
+    fields: dict[str, object] = {
+        "text": text,
+        "tokens": len(text.split()) + 2,
+        "audio_s": 2.0,
+        "ended": True,
+        "no_speech_prob": 0.01,
+        "avg_logprob": -0.2,
+    }
+    fields.update(changes)
+    return Decode(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("audio_s", "window_s"),
+    [
+        (0.5, 10.0),
+        (8.9, 10.0),
+        (9.1, 15.0),
+        (14.0, 15.0),
+        (18.5, 20.0),
+        (19.5, FULL_S),
+        (40, FULL_S),
+    ],
+)
+def test_the_window_holds_the_audio_and_a_margin(audio_s: float, window_s: float) -> None:
+    assert choose_window(audio_s) == window_s
+
+
+def test_the_looping_transcript_is_caught() -> None:
+    assert repeats(LOOP)
+    assert judge(decode(LOOP)) is Verdict.REPEATS
+    # Even where the decode ended on end-of-text and its scores look sure.
+    assert judge(decode(LOOP, tokens=10, avg_logprob=-0.05)) is Verdict.REPEATS
+
+
+def test_a_sentence_said_twice_in_a_row_is_a_loop() -> None:
+    assert repeats("Turn on the kitchen lights. Turn on the kitchen lights.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Turn on the kitchen lights.",
+        "No, no, no.",
+        "Turn it up, turn it up.",
+        "Set a timer for 10 minutes and a timer for 20 minutes.",
+        "Dim the lights in the living room and the lights in the kitchen.",
+        "",
+    ],
+)
+def test_ordinary_commands_pass(text: str) -> None:
+    assert not repeats(text)
+    assert judge(decode(text)) is Verdict.OK
+
+
+def test_a_high_compression_ratio_is_a_loop() -> None:
+    text = "la" * 60
+    assert compression_ratio(text) > 2.4 and not repeats(text)
+    assert judge(decode(text)) is Verdict.REPEATS
+
+
+def test_a_decode_cut_at_the_length_limit_is_redone() -> None:
+    assert judge(decode("Turn on the kitchen", ended=False)) is Verdict.NO_END
+
+
+def test_more_tokens_than_speech_can_hold() -> None:
+    text = "Please turn on the lights in the kitchen and the hall."
+    assert judge(decode(text, tokens=20, audio_s=1.0)) is Verdict.TOO_MANY_TOKENS
+    assert judge(decode(text, tokens=15, audio_s=1.0)) is Verdict.OK  # the floor
+    assert judge(decode(text, tokens=100, audio_s=10.0)) is Verdict.OK
+
+
+def test_whisper_hearing_no_speech_where_the_vad_did() -> None:
+    assert judge(decode("Thank you.", no_speech_prob=0.9)) is Verdict.NO_SPEECH
+
+
+def test_an_unsure_decode_goes_to_the_full_window() -> None:
+    assert judge(decode("Turn on the kitchen lights.", avg_logprob=-1.3)) is Verdict.UNSURE
