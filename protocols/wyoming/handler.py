@@ -96,8 +96,8 @@ def error_event(exc: BaseException) -> Event:
     return Error(text="internal error; see the daemon's log", code="internal-error").event()
 
 
-class _UnknownEvent(InvalidRequest):
-    """An event type Hearth does not handle: answered, and the connection lives on."""
+SELECT_PROGRAM = "select-program"
+"""wyoming 1.10's choice among a server's programs (``wyoming.info.SelectProgram``)."""
 
 
 class _Reported(Exception):
@@ -173,10 +173,6 @@ class WyomingConnection:
                     self._handling = True
                     await self.handle(event)
                     self._observe("" if ends else None)
-                except _UnknownEvent as exc:
-                    self._observe(exc.code)
-                    _LOGGER.info("[%s] %s", self.id, exc.message)
-                    await self.write(error_event(exc))
                 except _Reported as exc:
                     self._observe(exc.code)
                     failed = True
@@ -287,8 +283,14 @@ class WyomingConnection:
             await self._synthesize_stop()
         elif Transcript.is_type(kind):
             await self._handle_text(event)
+        elif kind == SELECT_PROGRAM:
+            # Each request names its model or voice itself: selecting a program changes
+            # nothing here, and the client goes on as with any server.
+            _LOGGER.debug("[%s] select-program %s", self.id, event.data.get("name"))
         else:
-            raise _UnknownEvent(f"unsupported event type '{kind}'")
+            # The Wyoming README asks servers to skip events they do not know; an error
+            # here made clients that send newer events (HA 2026's select-program) fail.
+            _LOGGER.debug("[%s] skipped an unknown event type %r", self.id, kind)
 
     # ------------------------------------------------------------------ ASR
 

@@ -14,7 +14,7 @@ from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
-from wyoming.info import Describe, Info
+from wyoming.info import Describe, Info, SelectProgram
 from wyoming.ping import Ping
 from wyoming.tts import (
     Synthesize,
@@ -260,6 +260,20 @@ async def test_one_connection_carries_many_requests(daemon, kitchen):
             events = await read_until(c, "transcript-stop")
             assert any(e.type == "transcript" and e.data["text"] for e in events)
             await synthesize(c, "Okay.")
+
+
+async def test_select_program_and_unknown_events_leave_the_connection_working(daemon, kitchen):
+    """HA 2026 selects a program first; newer clients may send events Hearth never heard of."""
+    pcm = np.concatenate([kitchen, silence(0.7)]).tobytes()
+    async with client(daemon) as c:
+        await c.write_event(SelectProgram(name="hearth").event())
+        await c.write_event(Event(type="some-future-event", data={"x": 1}))
+        await c.write_event(Transcribe().event())
+        await send_audio(c, pcm)
+        events = await read_until(c, "transcript-stop")
+        assert "error" not in [e.type for e in events]
+        (text,) = [e.data["text"] for e in events if e.type == "transcript"]
+        assert_heard(text, KITCHEN, "kitchen")
 
 
 # ---------------------------------------------------------------------------- handle
