@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.text import SentenceSplitter
-from daemon.errors import HearthError
+from daemon.errors import HearthError, InvalidText
 from daemon.speech.chat import ChatService
 from daemon.speech.events import (
     FinalTranscript,
@@ -159,11 +159,14 @@ class _Reply:
     async def _speak(self, sentences: asyncio.Queue[str | None]) -> None:
         started = False
         while (sentence := await sentences.get()) is not None:
-            async for block in self._tts.stream(sentence, self._tts_options):
-                if not started:
-                    started = True
-                    await self._out.put(SpeechAudioStart(block.rate))
-                await self._out.put(SpeechAudio(block.pcm, block.sentence))
+            try:
+                async for block in self._tts.stream(sentence, self._tts_options):
+                    if not started:
+                        started = True
+                        await self._out.put(SpeechAudioStart(block.rate))
+                    await self._out.put(SpeechAudio(block.pcm, block.sentence))
+            except InvalidText:
+                continue  # nothing to say in it: only emoji, Markdown marks or punctuation
         if started:
             await self._out.put(SpeechAudioStop())
 

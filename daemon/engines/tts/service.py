@@ -18,7 +18,7 @@ from daemon.audio.pcm import PcmResampler, encode, resample_pcm
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
 from daemon.engines.tts.cache import TtsCache, cache_key
 from daemon.engines.tts.remote import MixedTts, RemoteTts, SpeakLocally
-from daemon.engines.tts.text import bound_pieces, check_speakable, split_sentences
+from daemon.engines.tts.text import bound_pieces, check_speakable, split_sentences, spoken
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
 from daemon.errors import Busy, InvalidText, RemoteUnavailable, RequestTimeout, TextTooLong
@@ -73,9 +73,9 @@ class TtsService:
         if len(text) > self.max_text_chars:
             raise TextTooLong(f"text is {len(text)} characters; the limit is {self.max_text_chars}")
         check_speakable(text)
-        sentences = split_sentences(text)
+        sentences = split_sentences(spoken(text))
         if not sentences:
-            raise InvalidText("text to speak is empty")
+            raise InvalidText("text to speak is empty (or only Markdown marks and emoji)")
         return bound_pieces(sentences)
 
     def check_voice(self, options: SynthesisOptions) -> VoiceInfo:

@@ -7,8 +7,8 @@ import re
 from daemon.errors import InvalidText
 
 # End of a sentence: terminal punctuation (optionally closing quotes/brackets),
-# then whitespace. Abbreviations like "Dr." are kept whole by the word check.
-_END = re.compile(r"([.!?…]+[\"')\]]*|[\n]{1,})(\s+)")
+# then whitespace; or a line end (a list item, a heading). Abbreviations like "Dr." are kept whole by the word check.
+_END = re.compile(r"([.!?…]+[\"')\]]*(?=\s)|\n+)(\s*)")
 # A clause end: where a spoken reply may start before its first sentence is done.
 _CLAUSE = re.compile(r"([,;:—–]|\s-)(\s+)")
 _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "no", "jr", "sr"}
@@ -38,6 +38,52 @@ def check_speakable(text: str) -> None:
             f"text holds an unspeakable character U+{ord(found.group()):04X} "
             f"at position {found.start()}"
         )
+
+
+# Markdown and emoji, which an LLM's reply is full of and a voice would read out
+# ("asterisk asterisk") or stumble on. Each rule keeps the words and drops the markup.
+_FENCE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+_INLINE_CODE = re.compile(r"`([^`\n]*)`")
+_EMPHASIS = re.compile(
+    r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\3(?![\w*])"
+)
+_HEADING_QUOTE = re.compile(r"^[ \t]*(#{1,6}|>+)[ \t]+", re.MULTILINE)
+_BULLET = re.compile(r"^[ \t]*([-*+•]|\d{1,3}[.)])[ \t]+", re.MULTILINE)
+_RULE = re.compile(r"^[ \t]*([-*_])([ \t]*\1){2,}[ \t]*$", re.MULTILINE)
+_TABLE = re.compile(
+    r"^[ \t]*\|?([ \t]*:?-+:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$|[ \t]*\|[ \t]*", re.MULTILINE
+)
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0e\ufe0f\u200d\u20e3]")
+
+
+def spoken(text: str) -> str:
+    """``text`` as a voice should say it: Markdown marks and emoji dropped, words kept.
+
+    Headings, quotes, bullets and numbers of list items, rules, code fences and table
+    rules go; emphasis, inline
+    code and links keep their words (a link its text, not its address); list items
+    and table cells stay on their own lines, so they are spoken as separate phrases.
+    Plain text comes back unchanged.
+    """
+    text = _FENCE.sub("", text)
+    text = _IMAGE_OR_LINK.sub(r"\1", text)
+    text = _INLINE_CODE.sub(r"\1", text)
+    for _ in range(2):  # nested emphasis: ***both***
+        text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
+    text = _RULE.sub("", text)
+    text = _HEADING_QUOTE.sub("", text)
+    text = _BULLET.sub("", text)
+    text = _TABLE.sub(lambda m: "" if m.group(1) else ", ", text)
+    text = _EMOJI.sub("", text)
+    text = re.sub(r"[ \t]+([,.!?;:])", r"\1", re.sub(r"[ \t]{2,}", " ", text))
+    lines = [line.strip(" ,") for line in text.split("\n")]
+    lines = [line for line in lines if line]
+    # A line with no closing mark (a list item, a heading) is a phrase of its own.
+    return "\n".join(
+        line if i == len(lines) - 1 or line[-1] in ".!?:;…" else f"{line},"
+        for i, line in enumerate(lines)
+    )
 
 
 def bound_pieces(sentences: list[str], max_chars: int = MAX_PIECE_CHARS) -> list[str]:

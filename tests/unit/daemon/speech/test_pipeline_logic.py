@@ -83,6 +83,21 @@ async def test_speech_starts_before_the_reply_is_complete(tmp_path):
     assert done.text == "The lights are on now. Anything else you need?"
 
 
+async def test_a_markdown_reply_is_spoken_as_words(tmp_path):
+    llm = FakeLlm(
+        ["**Sure!** ", "Here is the list:\n", "- milk\n", "- eggs 🥚\n\n", "👍\n\n", "Done."]
+    )
+    pipeline, _ = build(llm, tmp_path)
+    events = [e async for e in pipeline.run(text="shopping list", conversation_id="c1")]
+    assert not [e for e in events if isinstance(e, RunError)]
+    said = " ".join(e.sentence for e in events if isinstance(e, SpeechAudio))
+    assert not set(said) & set("*#-`🥚👍"), said
+    assert "Sure!" in said and "milk" in said and "eggs" in said and "Done." in said
+    # The text reply keeps the Markdown: a screen can render it.
+    done = next(e for e in events if isinstance(e, ReplyDone))
+    assert "**Sure!**" in done.text
+
+
 async def test_history_is_kept_per_conversation_and_bounded(tmp_path):
     llm = FakeLlm(["Ok."], delay=0)
     _, chat = build(llm, tmp_path, max_turns=2)

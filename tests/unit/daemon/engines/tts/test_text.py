@@ -1,4 +1,6 @@
-from daemon.engines.tts.text import SentenceSplitter, split_sentences
+import pytest
+
+from daemon.engines.tts.text import SentenceSplitter, split_sentences, spoken
 
 
 def test_split_complete_text():
@@ -36,3 +38,28 @@ def test_first_clause_lets_speech_start_early():
     assert splitter.feed("and the heat is at twenty, as you asked. ") == [
         "and the heat is at twenty, as you asked."
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("Turn on the kitchen lights.", "Turn on the kitchen lights."),
+        (
+            "**Sure!** Here's the list:\n- milk\n- eggs\n1. bread",
+            "Sure! Here's the list:\nmilk,\neggs,\nbread",
+        ),
+        (
+            "# Weather\nIt's *sunny* today ☀️, see [the forecast](https://example.org/x).",
+            "Weather,\nIt's sunny today, see the forecast.",
+        ),
+        ("Lights on 💡👍🏽 done.", "Lights on done."),
+        ("Use `snake_case` and my_var_name.", "Use snake_case and my_var_name."),
+        ("5*3 is 15, and a*b too.", "5*3 is 15, and a*b too."),
+        ("| room | temp |\n|---|---:|\n| hall | 21 |", "room, temp,\nhall, 21"),
+        ("```\nprint(1)\n```\nDone.", "print(1),\nDone."),
+        ("> quoted\n---\n***all of it***", "quoted,\nall of it"),
+        ("👍", ""),
+    ],
+)
+def test_markdown_and_emoji_are_not_read_aloud(text, said):
+    assert spoken(text) == said
