@@ -7,7 +7,8 @@ import re
 from daemon.errors import InvalidText
 
 # End of a sentence: terminal punctuation (optionally closing quotes/brackets),
-# then whitespace; or a line end (a list item, a heading). Abbreviations like "Dr." are kept whole by the word check.
+# then whitespace; or a line end (a list item, a heading). Abbreviations like "Dr."
+# are kept whole by the word check.
 _END = re.compile(r"([.!?…]+[\"')\]]*(?=\s)|\n+)(\s*)")
 # A clause end: where a spoken reply may start before its first sentence is done.
 _CLAUSE = re.compile(r"([,;:—–]|\s-)(\s+)")
