@@ -49,6 +49,7 @@ from wyoming.vad import VoiceStarted, VoiceStopped
 
 from daemon.audio.pcm import AudioFormat
 from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.asr.prompt import bias_prompt
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.text import SentenceSplitter
@@ -449,7 +450,11 @@ class _AsrRequest:
     ) -> None:
         self.conn = conn
         options = SessionOptions(
-            transcribe=TranscribeOptions(language=request.language or None),
+            transcribe=TranscribeOptions(
+                language=request.language or None,
+                # wyoming 1.10: the house's names and terms bias the decode.
+                initial_prompt=bias_prompt(request.transcript_names, request.transcript_terms),
+            ),
             partials=engines.partials,
         )
         self.session: SpeechSession = engines.new_session(request.name, options)

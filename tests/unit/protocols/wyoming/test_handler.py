@@ -310,6 +310,19 @@ async def test_transcribe_language_reaches_the_model(daemon, client):
     assert {c.options.language for c in daemon.fakes.asr["fake"].calls} == {"de"}
 
 
+async def test_names_and_terms_bias_the_decode(daemon, client):
+    # wyoming 1.10: Home Assistant sends its area and device names with the request.
+    await client.send(Transcribe(transcript_names=["Ada's lamp"], transcript_terms=["porch"]))
+    await client.stream_audio(utterance(220.0))
+    await client.until(TranscriptStop)
+    prompts = {c.options.initial_prompt for c in daemon.fakes.asr["fake"].calls}
+    assert prompts == {"Ada's lamp, porch."}
+    await client.send(Transcribe())  # the next request on the connection has none
+    await client.stream_audio(utterance(220.0))
+    await client.until(TranscriptStop)
+    assert daemon.fakes.asr["fake"].calls[-1].options.initial_prompt is None
+
+
 async def test_unknown_model_is_an_error_then_eof(daemon, client):
     await client.send(Transcribe(name="large-v9"))
     error = await client.error()
