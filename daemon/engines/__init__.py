@@ -4,12 +4,13 @@
 ``vad/`` (Silero, WebRTC VAD), ``tts/`` (Piper, the voice store it reads voices from,
 sentence splitting, the cache and the synthesis service), ``llm/`` (llama-cpp-python or
 remote OpenAI-compatible servers), ``wake/`` (wake-word models, one stream per
-listener), ``workers`` (bounded thread pools: every model call runs there, never on the
-event loop), ``models`` (finding model files: embedded packages, folders, downloads),
-``hardware`` (which device and compute type each engine gets, and why), ``cuda`` (the
-CUDA libraries from the NVIDIA wheels), ``remote`` (endpoints of remote servers:
-choice, health, fallback) and ``access`` (what the rooms above need of the loaded
-engines, as structural types).
+listener), ``turn/`` (the end-of-turn model), ``speaker/`` (who is speaking: GE2E
+speaker embeddings in numpy), ``workers`` (bounded thread pools: every model call runs
+there, never on the event loop), ``models`` (finding model files: embedded packages,
+folders, downloads), ``hardware`` (which device and compute type each engine gets, and
+why), ``cuda`` (the CUDA libraries from the NVIDIA wheels), ``remote`` (endpoints of
+remote servers: choice, health, fallback) and ``access`` (what the rooms above need of
+the loaded engines, as structural types).
 
 Engines may import ``daemon.errors``, ``daemon.config``, ``daemon.ops`` and
 ``daemon.audio``; never ``speech``, ``voices``, ``runtime`` or anything above.
