@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
 
-.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools install-service uninstall-service cuda-libs gpu-check
+.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools speech-tools install-service uninstall-service cuda-libs gpu-check
 
 # GPU=auto (default): the CUDA extras when an NVIDIA driver answers (nvidia-smi works);
 # GPU=cuda forces them, GPU=cpu never installs them. The CPU path downloads no CUDA wheel.
@@ -98,7 +98,7 @@ format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench
 	$(BIN)/ruff check --fix daemon protocols tests bench
 
-test: $(STAMP) train-deps lint browser systemd-tools
+test: $(STAMP) train-deps lint browser systemd-tools speech-tools
 	$(BIN)/python -m pytest -q -ra
 
 # Headless Chromium and Firefox for the browser tests (Debian packages; installed when root).
@@ -109,6 +109,14 @@ browser:
 		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q $(BROWSERS) || \
 		{ apt-get update -q && apt-get install -y -q $(BROWSERS); }; }; } || \
 		echo "chromium/chromedriver/firefox-esr missing and not root: browser tests will be skipped"
+
+# espeak-ng: a second synthetic voice (other than the embedded Piper one) for the
+# speaker-verification tests (Debian package; installed when root).
+speech-tools:
+	@command -v espeak-ng >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends espeak-ng || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends espeak-ng; }; }; } || \
+		echo "espeak-ng missing and not root: the impostor-voice tests will be skipped"
 
 # systemd-analyze for the unit-file tests (Debian package; installed when root).
 systemd-tools:

@@ -436,6 +436,21 @@ class LogConfig:
 
 
 @dataclass(frozen=True)
+class SpeakersConfig:
+    """Who is speaking: the people Hearth knows by voice (kept apart from voices)."""
+
+    enabled: bool = True
+    """Load the speaker encoder; off: nothing loads, and voice_auth is refused."""
+    model: str = ""
+    """A GE2E encoder file ("" : the embedded Resemblyzer weights)."""
+    threshold: float = field(default=0.75, metadata=_c(min=0.0, max=1.0))
+    """Cosine similarity at or above which an utterance is an enrolled speaker's."""
+    max_takes: int = field(default=20, metadata=_c(min=1, max=200))
+    """Recordings one enrollment may use."""
+    max_speakers: int = field(default=50, metadata=_c(min=1, max=10000))
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole daemon configuration."""
 
@@ -454,6 +469,7 @@ class Config:
     tts: TtsConfig = field(default_factory=TtsConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
     voices: VoicesConfig = field(default_factory=VoicesConfig)
+    speakers: SpeakersConfig = field(default_factory=SpeakersConfig)
     wake: WakeConfig = field(default_factory=WakeConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     log: LogConfig = field(default_factory=LogConfig)

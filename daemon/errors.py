@@ -18,6 +18,7 @@ STATUS: dict[str, int] = {
     "origin-forbidden": 403,
     "unknown-model": 404,
     "unknown-voice": 404,
+    "unknown-speaker": 404,
     "voice-not-authorized": 406,
     "header-timeout": 408,
     "body-timeout": 408,
@@ -102,6 +103,18 @@ class UnknownVoice(HearthError):
     """No voice (or speaker) of that name is in the voice store."""
 
     code = "unknown-voice"
+
+
+class UnknownSpeaker(HearthError):
+    """No person of that name is enrolled as a speaker."""
+
+    code = "unknown-speaker"
+
+
+class VoiceNotAuthorized(HearthError):
+    """Speaker verification found no enrolled speaker's voice (Willow's voice_auth)."""
+
+    code = "voice-not-authorized"
 
 
 class InvalidRequest(HearthError):

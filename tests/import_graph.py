@@ -18,6 +18,7 @@ ROOMS = (
     "ops",
     "audio",
     "engines",
+    "speakers",
     "speech",
     "voices",
     "runtime",

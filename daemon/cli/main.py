@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_voices(sub, add)
 
+    from daemon.cli.speakers import add_parser as add_speakers
+
+    add_speakers(sub, add)
+
     svc = sub.add_parser(
         "install-service",
         help="Install Hearth as a systemd service (as root).",
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    quiet = args.command in ("transcribe", "say", "chat", "voices")
+    quiet = args.command in ("transcribe", "say", "chat", "voices", "speakers")
     setup_logging(args.log_level or ("warning" if quiet else config.log.level))
     try:
         if args.command == "serve":
@@ -107,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             from daemon.cli.voices import run as run_voices
 
             return run_voices(config, args)
+        if args.command == "speakers":
+            from daemon.cli.speakers import run as run_speakers
+
+            return run_speakers(config, args)
         return asyncio.run(_COMMANDS[args.command](config, args))
     except HearthError as exc:
         print(f"hearth: {exc.code}: {exc}", file=sys.stderr)

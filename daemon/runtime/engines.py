@@ -20,6 +20,7 @@ from daemon.engines.asr.batch import batch_size
 from daemon.engines.hardware import EngineRequest, HardwareReport, Placement, plan
 from daemon.engines.llm.base import LlmEngine, Sampling
 from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
+from daemon.engines.speaker import Ge2eEncoder, create_speaker_encoder
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
 from daemon.engines.tts.remote import MixedTts
@@ -43,6 +44,8 @@ from daemon.runtime.remote import (
     remote_fallback,
     remote_gauges,
 )
+from daemon.speakers.service import SpeakerService
+from daemon.speakers.store import SpeakerStore
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.pipeline import SpeechPipeline
@@ -98,6 +101,7 @@ def model_keys(config: Config) -> dict[str, object]:
     }
     keys["vad"] = (config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
     keys["turn"] = (config.vad.turn, config.vad.turn_model, config.vad.turn_threshold)
+    keys["speaker"] = (config.speakers.enabled, config.speakers.model)
     keys["tts"] = (config.tts.device, config.tts.loaded_voices)
     keys["tts-cache"] = (config.tts.cache, config.tts_cache_path)
     keys["llm"] = (
@@ -133,6 +137,9 @@ class Engines:
         # Wake streams feed a batch every few tens of ms each: a deep queue.
         self.wake_pool = WorkerPool("wake", config.wake.workers, config.wake.max_streams * 4)
         self.turn_pool = WorkerPool("turn", 1, limits.max_queue * 8)
+        self.speaker_pool = WorkerPool("speaker", 1, limits.max_queue)
+        self.speakers: SpeakerService | None = None
+        """Speaker verification (None when speakers.enabled is false or it cannot load)."""
         self.turn: TurnModel | None = None
         """End-of-turn model (None when vad.turn is off)."""
         self.wake: WakeLibrary | None = None
@@ -261,6 +268,7 @@ class Engines:
             self.llm_pool,
             self.wake_pool,
             self.turn_pool,
+            self.speaker_pool,
         )
 
     def gauges(self) -> EngineGauges:
@@ -315,7 +323,8 @@ class _Reuse:
         """
         if self.previous is None:
             return
-        for attr in ("asr_pool", "vad_pool", "tts_pool", "llm_pool", "wake_pool", "turn_pool"):
+        pools = ("asr_pool", "vad_pool", "tts_pool", "llm_pool", "wake_pool", "turn_pool")
+        for attr in (*pools, "speaker_pool"):
             old, new = getattr(self.previous, attr), getattr(engines, attr)
             if old.workers == new.workers:
                 old.max_queue = new.max_queue
@@ -411,6 +420,14 @@ def load_engines(
         engines.turn = reuse.model("turn", previous.turn if previous else None) or _load_turn(
             config
         )
+    if config.speakers.enabled:
+        old_speakers = previous.speakers if previous else None
+        encoder = reuse.model(
+            "speaker", old_speakers.encoder if old_speakers else None
+        ) or _load_speaker(config)
+        if encoder is not None:
+            store = SpeakerStore(config.state_path / "speakers", config.speakers.max_speakers)
+            engines.speakers = SpeakerService(encoder, engines.speaker_pool, store, config.speakers)
     if config.wake.enabled:
         engines.wake = reuse.model("wake", previous.wake if previous else None) or _load_wake(
             config
@@ -446,6 +463,19 @@ def _load_wake(config: Config) -> WakeLibrary:
         "Loaded wake models %s in %.2f s", ", ".join(wake.models), time.perf_counter() - began
     )
     return wake
+
+
+def _load_speaker(config: Config) -> Ge2eEncoder | None:
+    """The speaker encoder (CPU, numpy), or None when it cannot load: speaker
+    verification is then off (Willow's voice_auth answers 406)."""
+    began = time.perf_counter()
+    try:
+        encoder = create_speaker_encoder(config.speakers.model)
+    except Exception as exc:  # noqa: BLE001 - a broken model file must not stop the daemon
+        _LOGGER.warning("Speaker model unavailable (%s); speaker verification is off", exc)
+        return None
+    _LOGGER.info("Loaded speaker model %s in %.2f s", encoder.name, time.perf_counter() - began)
+    return encoder
 
 
 def _load_turn(config: Config) -> TurnModel | None:

@@ -206,16 +206,18 @@ async def willow(
     translate: bool = Query(False, description="also return an English translation"),
     stats: bool = Query(False, description="add infer_time, infer_speedup, audio_duration"),
     save_audio: bool = Query(False, description="store the audio (only if willow.save_audio)"),
-    voice_auth: bool = Query(False, description="speaker verification: refused, see README"),
+    voice_auth: bool = Query(
+        False, description="answer only for an enrolled speaker's voice (406 otherwise)"
+    ),
 ) -> Response:
     """Transcribe the body while it streams in; answers ``{"language", "text"}``.
 
     Headers: ``x-audio-codec`` (pcm, wav, amrwb, or anything PyAV decodes) and, for
     pcm, ``x-audio-sample-rate``, ``x-audio-bits``, ``x-audio-channel``.
     """
-    if voice_auth:
-        # Fail closed: Hearth has no enrolled voices, which is what WIS answers then.
-        raise HttpError("voice-not-authorized", "Hearth does not verify speakers' voices")
+    if voice_auth and engines.speakers is None:
+        # Fail closed, before the upload: verification is off or its model did not load.
+        raise HttpError("voice-not-authorized", "speaker verification is off (speakers.enabled)")
     config = config_of(request)
     limits = config.limits
     options = query.options
@@ -229,6 +231,9 @@ async def willow(
             final = await reading
             assert final is not None  # finish() raises when there is none
             translation = None
+            verified = None
+            if voice_auth:
+                verified = await verify_speaker(engines, await session.utterance_audio())
             if translate:
                 audio = await session.utterance_audio()
                 translation = (
@@ -253,10 +258,37 @@ async def willow(
         final.decode_ms,
         final.speculative,
     )
+    # WIS adds its timings to every verified answer.
     body = wis_response(
-        final.text, final.language, final.decode_ms, final.audio_ms, stats, translation
+        final.text,
+        final.language,
+        final.decode_ms,
+        final.audio_ms,
+        stats or voice_auth,
+        translation,
     )
+    if verified is not None:
+        body |= verified
     return JSONResponse(body)
+
+
+async def verify_speaker(engines: Engines, audio: Any) -> dict[str, Any]:
+    """WIS's ``voice_auth`` and ``speaker_status`` for an enrolled speaker's voice.
+
+    Raises:
+        HttpError: 406 ``voice-not-authorized`` for any other voice, no voice at all, or
+            nobody enrolled (closed by default, as WIS).
+    """
+    assert engines.speakers is not None
+    if audio is None:
+        raise HttpError("voice-not-authorized", "no voice heard to verify")
+    match = await engines.speakers.identify(audio)
+    if match.name is None:
+        _LOGGER.info("Willow: voice_auth refused (no enrolled speaker matched)")
+        raise HttpError("voice-not-authorized", "Unauthorized voice")
+    threshold = engines.speakers.settings.threshold
+    scores = {name: f"{score:.3f}" for name, score in match.scores.items() if score >= threshold}
+    return {"voice_auth": scores, "speaker_status": f"I heard {match.name} say:"}
 
 
 @router.post("/api/asr", summary="Transcribe an uploaded audio file")

@@ -1,0 +1,77 @@
+"""Enrollment and verification: recordings become an embedding in the speaker worker.
+
+The encoder is CPU work (about 50 ms for 4 s of speech on one core here), so every
+embedding is made in its own bounded worker pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from daemon.config import SpeakersConfig
+from daemon.engines.speaker import Ge2eEncoder
+from daemon.engines.workers import WorkerPool
+from daemon.errors import InvalidAudio, InvalidRequest
+from daemon.speakers.store import Match, Speaker, SpeakerStore
+
+MIN_VOICED_S = 1.0
+"""An enrollment needs at least this much voiced speech in all."""
+
+
+class SpeakerService:
+    """The encoder, its worker, the store and the threshold, for the protocols."""
+
+    def __init__(
+        self,
+        encoder: Ge2eEncoder,
+        pool: WorkerPool,
+        store: SpeakerStore,
+        settings: SpeakersConfig,
+    ) -> None:
+        self.encoder = encoder
+        self.pool = pool
+        self.store = store
+        self.settings = settings
+
+    async def embed(self, audio: np.ndarray) -> np.ndarray | None:
+        """The embedding of 16 kHz mono audio, or None when it holds no voice."""
+        return await self.pool.run(self.encoder.embed, np.asarray(audio))
+
+    async def enroll(self, name: str, recordings: Sequence[np.ndarray]) -> Speaker:
+        """Enroll (or enroll again) ``name`` from 16 kHz recordings of their voice.
+
+        Raises:
+            InvalidRequest: too many recordings, or a bad name.
+            InvalidAudio: no recording holds enough voice.
+        """
+        if not recordings:
+            raise InvalidRequest("enrollment needs at least one recording")
+        if len(recordings) > self.settings.max_takes:
+            raise InvalidRequest(
+                f"{len(recordings)} recordings; at most {self.settings.max_takes} "
+                "(speakers.max_takes)"
+            )
+        embeddings = []
+        for audio in recordings:
+            embedding = await self.embed(audio)
+            if embedding is not None:
+                embeddings.append(embedding)
+        voiced_s = sum(len(a) for a in recordings) / 16000
+        if not embeddings or voiced_s < MIN_VOICED_S:
+            raise InvalidAudio(
+                "no voice heard in the recordings: enrollment needs at least "
+                f"{MIN_VOICED_S:g} s of speech"
+            )
+        mean = np.mean(embeddings, axis=0)
+        return await self.pool.run(
+            self.store.save, name, mean / np.linalg.norm(mean), len(embeddings)
+        )
+
+    async def identify(self, audio: np.ndarray) -> Match:
+        """Who is speaking in 16 kHz ``audio``: the best enrolled speaker over the threshold."""
+        embedding = await self.embed(audio)
+        if embedding is None:
+            return Match(None, {})
+        return await self.pool.run(self.store.match, embedding, self.settings.threshold)

@@ -1,0 +1,139 @@
+"""Speaker verification end to end: enroll with the CLI, verify over Willow's ``voice_auth``.
+
+A real ``hearth serve`` and the real encoder. The enrolled person is the bundled Piper
+voice; the stranger is eSpeak NG (Debian's ``espeak-ng``, installed by ``make test``).
+Uploads come as a Willow device sends them: raw PCM in 1024-byte pieces, paced in real
+time, with the firmware's ``x-audio-*`` headers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from daemon.audio.pcm import RATE, resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import assert_heard, silence, wav
+
+pytestmark = pytest.mark.e2e
+
+PCM_HEADERS = {
+    "x-audio-sample-rate": "16000",
+    "x-audio-bits": "16",
+    "x-audio-channel": "1",
+    "x-audio-codec": "pcm",
+    "user-agent": "Willow/0.1",
+}
+ENROLL = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Please remind me to water the plants on Sunday.",
+    "What is the weather going to be like this weekend?",
+)
+COMMAND = "Turn on the kitchen lights."
+
+
+def hearth(daemon: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "--config", str(daemon.config_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def paced(pcm: bytes, chunk: int = 1024) -> Iterator[bytes]:
+    began = time.monotonic()
+    for i in range(0, len(pcm), chunk):
+        yield pcm[i : i + chunk]
+        delay = began + (i + chunk) / (RATE * 2) - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
+def upload(daemon: Daemon, samples: np.ndarray) -> httpx.Response:
+    pcm = np.concatenate([samples, silence(0.3)]).astype("<i2").tobytes()
+    return httpx.post(
+        f"{daemon.url}/api/willow?voice_auth=true",
+        content=paced(pcm),
+        headers=PCM_HEADERS,
+        timeout=60,
+    )
+
+
+def espeak(text: str) -> np.ndarray:
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (make test installs it as root)")
+    out = subprocess.run(
+        ["espeak-ng", "-v", "en-us", "--stdout", text], capture_output=True, check=True
+    ).stdout
+    return np.frombuffer(resample_pcm(out[44:], 22050, RATE), dtype="<i2").copy()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, speak) -> Iterator[Daemon]:
+    work = tmp_path_factory.mktemp("speakers")
+    running = Daemon(work)
+    files = []
+    for i, text in enumerate(ENROLL):
+        path = work / f"take{i}.wav"
+        path.write_bytes(wav(speak(text)))
+        files.append(str(path))
+    done = hearth(running, "speakers", "enroll", "Joe", *files)
+    assert done.returncode == 0, done.stderr
+    assert "enrolled speaker Joe from 3 recording(s)" in done.stdout
+    with running:
+        yield running
+
+
+def test_the_enrolled_voice_is_verified(daemon, kitchen):
+    resp = upload(daemon, kitchen)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["speaker_status"] == "I heard Joe say:"
+    assert list(body["voice_auth"]) == ["Joe"] and float(body["voice_auth"]["Joe"]) >= 0.75
+    assert_heard(body["text"], COMMAND, "kitchen")
+    assert {"infer_time", "infer_speedup", "audio_duration", "language"} <= set(body)
+
+
+def test_another_voice_is_refused_406(daemon):
+    resp = upload(daemon, espeak(COMMAND))
+    assert resp.status_code == 406
+    assert resp.json()["code"] == "voice-not-authorized"
+
+
+def test_silence_is_refused_406(daemon):
+    assert upload(daemon, silence(1.0)).status_code == 406
+
+
+def test_the_store_is_private_and_the_cli_manages_it(daemon, kitchen):
+    folder = Path(daemon.workdir) / "state" / "speakers"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    (path,) = folder.glob("*.json")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # Embeddings are never shown or logged.
+    shown = daemon.log + hearth(daemon, "speakers", "list").stdout
+    assert "embedding" not in shown and not re.search(r"\d\.\d{5}", shown)
+
+    listed = json.loads(hearth(daemon, "speakers", "list", "--json").stdout)
+    assert [(s["name"], s["takes"]) for s in listed] == [("Joe", 3)]
+    assert hearth(daemon, "speakers", "rename", "Joe", "Joseph").returncode == 0
+    resp = upload(daemon, kitchen)  # the daemon reads the store afresh
+    assert resp.status_code == 200 and resp.json()["speaker_status"] == "I heard Joseph say:"
+
+    assert hearth(daemon, "speakers", "remove", "Joseph").returncode == 0
+    assert not list(folder.glob("*.json"))  # the embedding is gone
+    refused = upload(daemon, kitchen)  # nobody enrolled: closed, as WIS
+    assert refused.status_code == 406
+    gone = hearth(daemon, "speakers", "remove", "Joseph")
+    assert gone.returncode == 1 and "unknown-speaker" in gone.stderr
