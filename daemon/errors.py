@@ -23,6 +23,7 @@ STATUS: dict[str, int] = {
     "header-timeout": 408,
     "body-timeout": 408,
     "voice-exists": 409,
+    "speakers-off": 409,
     "audio-too-long": 413,
     "text-too-long": 413,
     "prompt-too-long": 413,
@@ -109,6 +110,12 @@ class UnknownSpeaker(HearthError):
     """No person of that name is enrolled as a speaker."""
 
     code = "unknown-speaker"
+
+
+class SpeakersOff(HearthError):
+    """Speaker verification is off (``speakers.enabled: false``) or its model did not load."""
+
+    code = "speakers-off"
 
 
 class VoiceNotAuthorized(HearthError):

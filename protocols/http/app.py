@@ -22,6 +22,7 @@ from protocols.http import (
     errors,
     metrics,
     openai_api,
+    speakers_api,
     voices_api,
     willow,
     willow_chat,
@@ -86,7 +87,7 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
 
     from protocols.webrtc import pages, routes
 
-    for module in (willow, willow_speech, willow_chat, voices_api, routes, pages):
+    for module in (willow, willow_speech, willow_chat, voices_api, speakers_api, routes, pages):
         app.include_router(module.router, responses=shared)
     app.include_router(openai_api.router, responses=error_responses(openai=True))
     return app

@@ -137,3 +137,28 @@ def test_the_store_is_private_and_the_cli_manages_it(daemon, kitchen):
     assert refused.status_code == 406
     gone = hearth(daemon, "speakers", "remove", "Joseph")
     assert gone.returncode == 1 and "unknown-speaker" in gone.stderr
+
+
+def test_the_http_api_enrolls_lists_renames_and_removes(daemon, kitchen):
+    takes = [("files", (p.name, p.read_bytes(), "audio/wav")) for p in sorted(
+        Path(daemon.workdir).glob("take*.wav"))]  # fmt: skip
+    api = f"{daemon.url}/api/speakers"
+    made = httpx.post(f"{api}/Ann", files=takes, timeout=120)
+    assert made.status_code == 201, made.text
+    assert made.json()["name"] == "Ann" and made.json()["takes"] == 3
+    listed = httpx.get(api).json()["speakers"]
+    assert [s["name"] for s in listed] == ["Ann"] and "embedding" not in listed[0]
+    assert upload(daemon, kitchen).json()["speaker_status"] == "I heard Ann say:"
+
+    renamed = httpx.patch(f"{api}/Ann", json={"new_name": "Annie"})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Annie"
+    assert httpx.delete(f"{api}/Annie").status_code == 204
+    assert httpx.get(api).json()["speakers"] == []
+    missing = httpx.delete(f"{api}/Annie")
+    assert missing.status_code == 404 and missing.json()["code"] == "unknown-speaker"
+
+    silent = [("files", ("quiet.wav", wav(silence(2.0)), "audio/wav"))]
+    refused = httpx.post(f"{api}/Nobody", files=silent, timeout=60)
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid-audio"
+    bad = httpx.post(f"{api}/..%2Fetc", files=takes, timeout=60)
+    assert bad.status_code in (400, 404)

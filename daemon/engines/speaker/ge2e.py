@@ -115,8 +115,11 @@ def partial_slices(n_samples: int) -> list[slice]:
     return slices
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
+def _gates(rows: np.ndarray) -> np.ndarray:
+    """PyTorch's LSTM rows (input, forget, cell, output gates) as (input, forget,
+    output, cell), the sigmoid gates halved: one tanh then serves all four."""
+    i, f, g, o = np.split(np.asarray(rows, dtype=np.float32), 4, axis=0)
+    return np.concatenate([i * 0.5, f * 0.5, o * 0.5, g], axis=0)
 
 
 class Ge2eEncoder:
@@ -133,11 +136,9 @@ class Ge2eEncoder:
         try:
             self.layers = [
                 (
-                    weights[f"lstm.weight_ih_l{k}"].T.astype(np.float32),
-                    weights[f"lstm.weight_hh_l{k}"].T.astype(np.float32),
-                    (weights[f"lstm.bias_ih_l{k}"] + weights[f"lstm.bias_hh_l{k}"]).astype(
-                        np.float32
-                    ),
+                    _gates(weights[f"lstm.weight_ih_l{k}"]).T.copy(),
+                    _gates(weights[f"lstm.weight_hh_l{k}"]).T.copy(),
+                    _gates(weights[f"lstm.bias_ih_l{k}"] + weights[f"lstm.bias_hh_l{k}"]),
                 )
                 for k in range(LAYERS)
             ]
@@ -157,15 +158,17 @@ class Ge2eEncoder:
         batch, steps, _ = x.shape
         h = np.zeros((batch, HIDDEN), np.float32)
         for w_ih, w_hh, bias in self.layers:
-            projected = x @ w_ih + bias  # every step's input part at once
+            # Every step's input part at once, pre-scaled for one tanh per step (gates
+            # reordered i, f, o, g at load: sigmoid(z) = (1 + tanh(z / 2)) / 2).
+            projected = x @ w_ih + bias
             h = np.zeros((batch, HIDDEN), np.float32)
             c = np.zeros((batch, HIDDEN), np.float32)
             out = np.empty((batch, steps, HIDDEN), np.float32)
             for t in range(steps):
-                gates = projected[:, t] + h @ w_hh
-                i, f, g, o = np.split(gates, 4, axis=1)  # PyTorch's gate order
-                c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-                h = _sigmoid(o) * np.tanh(c)
+                z = np.tanh(projected[:, t] + h @ w_hh)
+                gates = z[:, : 3 * HIDDEN] * 0.5 + 0.5
+                c = gates[:, HIDDEN : 2 * HIDDEN] * c + gates[:, :HIDDEN] * z[:, 3 * HIDDEN :]
+                h = gates[:, 2 * HIDDEN :] * np.tanh(c)
                 out[:, t] = h
             x = out
         weight, bias = self.linear
