@@ -33,7 +33,12 @@ def add_parser(sub: Any, add: Any) -> None:
         "reads, spoken the way the person talks to the house.",
     )
     p.add_argument("name")
-    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("files", nargs="*", type=Path)
+    p.add_argument(
+        "--from-voice",
+        metavar="VOICE",
+        help="use the takes this person recorded for a custom voice (hearth voices enroll)",
+    )
     ssub.add_parser("list", help="every enrolled speaker").add_argument(
         "--json", action="store_true"
     )
@@ -55,7 +60,12 @@ def run(config: Config, args: argparse.Namespace) -> int:
     store = store_of(config)
     action = args.speakers_command
     if action == "enroll":
-        speaker = asyncio.run(_enroll(config, store, args.name, args.files))
+        files = list(args.files)
+        if args.from_voice:
+            files += _voice_takes(config, args.from_voice)
+        if not files:
+            raise InvalidRequest("name recordings, or --from-voice with a voice's takes")
+        speaker = asyncio.run(_enroll(config, store, args.name, files))
         print(f"enrolled speaker {speaker.name} from {speaker.takes} recording(s)")
     elif action == "list":
         speakers = store.list()
@@ -71,6 +81,16 @@ def run(config: Config, args: argparse.Namespace) -> int:
         store.rename(args.name, args.new_name)
         print(f"renamed speaker {args.name} to {args.new_name}")
     return 0
+
+
+def _voice_takes(config: Config, voice: str) -> list[Path]:
+    """The accepted takes of a custom voice's enrollment, at most ``speakers.max_takes``."""
+    from daemon.voices.enroll import Enrollment
+
+    takes = sorted(Enrollment(config, voice).wavs.glob("*.wav"))
+    if not takes:
+        raise InvalidRequest(f"voice {voice!r} has no enrollment takes to verify from")
+    return takes[: config.speakers.max_takes]
 
 
 async def _enroll(config: Config, store: SpeakerStore, name: str, files: list[Path]) -> Any:

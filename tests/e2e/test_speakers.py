@@ -162,3 +162,19 @@ def test_the_http_api_enrolls_lists_renames_and_removes(daemon, kitchen):
     assert refused.status_code == 400 and refused.json()["code"] == "invalid-audio"
     bad = httpx.post(f"{api}/..%2Fetc", files=takes, timeout=60)
     assert bad.status_code in (400, 404)
+
+
+def test_a_custom_voices_takes_enroll_its_speaker(daemon, speak, kitchen):
+    # Takes recorded for a custom voice (hearth voices enroll) are 22,050 Hz WAVs.
+    wavs = Path(daemon.workdir) / "state" / "enroll" / "joe" / "wavs"
+    wavs.mkdir(parents=True)
+    for i, text in enumerate(ENROLL):
+        pcm = resample_pcm(speak(text).astype("<i2").tobytes(), RATE, 22050)
+        (wavs / f"{i + 1:04d}.wav").write_bytes(wav(np.frombuffer(pcm, "<i2"), 22050))
+    done = hearth(daemon, "speakers", "enroll", "Jo", "--from-voice", "joe")
+    assert done.returncode == 0, done.stderr
+    assert "from 3 recording(s)" in done.stdout
+    assert upload(daemon, kitchen).json()["speaker_status"] == "I heard Jo say:"
+    assert hearth(daemon, "speakers", "remove", "Jo").returncode == 0
+    none = hearth(daemon, "speakers", "enroll", "Jo", "--from-voice", "nobody")
+    assert none.returncode == 1 and "no enrollment takes" in none.stderr
