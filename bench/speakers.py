@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, write_section  # noqa: E402
 from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
+from daemon.config import SpeakersConfig  # noqa: E402
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -200,7 +201,7 @@ def main(runs: int, write: bool) -> None:
     ]
     for t in THRESHOLDS:
         far, frr = rates(genuine, impostor, t)
-        mark = " (default)" if t == 0.75 else ""
+        mark = " (default)" if abs(t - SpeakersConfig().threshold) < 1e-9 else ""
         lines.append(f"| {t:.2f}{mark} | {far:.1%} | {frr:.1%} |")
     lines += [
         "",

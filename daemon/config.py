@@ -443,8 +443,9 @@ class SpeakersConfig:
     """Load the speaker encoder; off: nothing loads, and voice_auth is refused."""
     model: str = ""
     """A GE2E encoder file ("" : the embedded Resemblyzer weights)."""
-    threshold: float = field(default=0.75, metadata=_c(min=0.0, max=1.0))
-    """Cosine similarity at or above which an utterance is an enrolled speaker's."""
+    threshold: float = field(default=0.8, metadata=_c(min=0.0, max=1.0))
+    """Cosine similarity at or above which an utterance is an enrolled speaker's
+    (bench/RESULTS.md, "Speaker verification")."""
     max_takes: int = field(default=20, metadata=_c(min=1, max=200))
     """Recordings one enrollment may use."""
     max_speakers: int = field(default=50, metadata=_c(min=1, max=10000))
