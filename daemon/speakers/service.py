@@ -69,6 +69,13 @@ class SpeakerService:
             self.store.save, name, mean / np.linalg.norm(mean), len(embeddings)
         )
 
+    async def identify_if_enrolled(self, audio: np.ndarray, max_s: float = 30.0) -> Match | None:
+        """:meth:`identify` on the first ``max_s`` of ``audio``; None (no embedding made)
+        when nobody is enrolled."""
+        if not await self.pool.run(self.store.anyone):
+            return None
+        return await self.identify(np.asarray(audio)[: int(max_s * 16000)])
+
     async def identify(self, audio: np.ndarray) -> Match:
         """Who is speaking in 16 kHz ``audio``: the best enrolled speaker over the threshold."""
         embedding = await self.embed(audio)

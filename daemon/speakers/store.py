@@ -93,6 +93,10 @@ class SpeakerStore:
         found = (self._read(p) for p in sorted(self.folder.glob("*.json")))
         return [item for item in found if item is not None]
 
+    def anyone(self) -> bool:
+        """Whether any speaker is enrolled (no file is parsed)."""
+        return self.folder.is_dir() and any(self.folder.glob("*.json"))
+
     def list(self) -> list[Speaker]:
         """Every enrolled speaker, by name."""
         return sorted((s for s, _ in self._all()), key=lambda s: s.name.casefold())

@@ -71,6 +71,7 @@ async def transcriptions(
     # An unknown model or language fails now, not after the upload (or as a stream event).
     engines.asr_model(name).check_options(options)
     data = await file.read()
+    speaker = None
     try:
         async with asyncio.timeout(limits.request_timeout_s):
             samples = await decode_upload(data, limits.max_file_audio_s)
@@ -78,9 +79,16 @@ async def transcriptions(
                 items = stream_segments(engines, samples, name, options)
                 events = _transcript_events(items, limits.request_timeout_s)
                 return StreamingResponse(events, media_type="text/event-stream")
+            # Who is speaking, beside the decode (its own worker), for verbose_json.
+            if fmt == "verbose_json" and engines.speakers is not None:
+                speaker = asyncio.ensure_future(engines.speakers.identify_if_enrolled(samples))
             result = await transcribe_samples(engines, samples, name, options)
+            match = await speaker if speaker is not None else None
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
+    finally:
+        if speaker is not None and not speaker.done():
+            speaker.cancel()
     if fmt == "text":
         return PlainTextResponse(result.text + "\n")
     if fmt == "srt":
@@ -88,11 +96,12 @@ async def transcriptions(
     if fmt == "vtt":
         return PlainTextResponse(formats.to_vtt(result.segments), media_type="text/vtt")
     if fmt == "verbose_json":
-        return JSONResponse(
-            formats.verbose_json(
-                result.text, result.language, result.audio_ms / 1000, result.segments
-            )
+        body = formats.verbose_json(
+            result.text, result.language, result.audio_ms / 1000, result.segments
         )
+        if match is not None:
+            body["speaker"] = match.name  # an enrolled speaker's name, or null (beyond OpenAI)
+        return JSONResponse(body)
     return JSONResponse({"text": result.text})
 
 

@@ -178,3 +178,25 @@ def test_a_custom_voices_takes_enroll_its_speaker(daemon, speak, kitchen):
     assert hearth(daemon, "speakers", "remove", "Jo").returncode == 0
     none = hearth(daemon, "speakers", "enroll", "Jo", "--from-voice", "nobody")
     assert none.returncode == 1 and "no enrollment takes" in none.stderr
+
+
+def test_verbose_json_names_the_speaker(daemon, kitchen):
+    from openai import OpenAI
+
+    files = [str(p) for p in sorted(Path(daemon.workdir).glob("take*.wav"))]
+    assert hearth(daemon, "speakers", "enroll", "Joe", *files).returncode == 0
+    client = OpenAI(base_url=f"{daemon.url}/v1", api_key="unused", max_retries=0)
+
+    def transcribe(samples: np.ndarray, fmt: str) -> object:
+        return client.audio.transcriptions.create(
+            model="whisper-1", file=("a.wav", wav(samples)), response_format=fmt
+        )
+
+    joe = transcribe(kitchen, "verbose_json")
+    assert joe.model_extra["speaker"] == "Joe"
+    assert_heard(joe.text, COMMAND, "kitchen")
+    stranger = transcribe(espeak(COMMAND), "verbose_json")
+    assert stranger.model_extra["speaker"] is None
+    assert "speaker" not in (transcribe(kitchen, "json").model_extra or {})
+    assert hearth(daemon, "speakers", "remove", "Joe").returncode == 0
+    assert "speaker" not in (transcribe(kitchen, "verbose_json").model_extra or {})
