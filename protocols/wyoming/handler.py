@@ -62,6 +62,7 @@ from daemon.errors import (
     TextTooLong,
 )
 from daemon.runtime.engines import Engines
+from daemon.speakers.store import Match
 from daemon.speech import events as ev
 from daemon.speech.session import SessionOptions, SpeechSession
 from protocols.wyoming.chunks import TranscriptChunker
@@ -97,6 +98,8 @@ def error_event(exc: BaseException) -> Event:
     return Error(text="internal error; see the daemon's log", code="internal-error").event()
 
 
+SPEAKER_WAIT_S = 1.0
+"""Longest a transcript waits for the speaker's name (an embedding takes about 30 ms)."""
 SELECT_PROGRAM = "select-program"
 """wyoming 1.10's choice among a server's programs (``wyoming.info.SelectProgram``)."""
 
@@ -463,6 +466,9 @@ class _AsrRequest:
         self.timeout_s = engines.config.limits.request_timeout_s
         self.chunker = TranscriptChunker()
         self._task: asyncio.Task[None] | None = None
+        self.speakers = engines.speakers
+        self._speaker: asyncio.Future[Match | None] | None = None
+        """Who is speaking, found beside the decode once the utterance has ended."""
 
     def begin(self) -> None:
         """Forward the session's events from now on (after ``transcript-start``)."""
@@ -491,8 +497,31 @@ class _AsrRequest:
         except TimeoutError:
             raise _timed_out(self.timeout_s) from None
 
+    async def _identify(self) -> None:
+        """Start finding who speaks in the utterance (its own worker, beside the decode)."""
+        if self.speakers is None or self._speaker is not None:
+            return
+        audio = await self.session.utterance_audio()
+        if audio is not None:
+            self._speaker = asyncio.ensure_future(self.speakers.identify_if_enrolled(audio))
+
+    async def _speaker_name(self) -> str | None:
+        """The enrolled speaker's name, or None: nobody enrolled, nobody matched, or no
+        answer within ``SPEAKER_WAIT_S`` (the transcript is not held for longer)."""
+        await self._identify()
+        if self._speaker is None:
+            return None
+        try:
+            async with asyncio.timeout(SPEAKER_WAIT_S):
+                match = await asyncio.shield(self._speaker)
+        except TimeoutError:
+            return None
+        return match.name if match is not None else None
+
     async def close(self) -> None:
         """End the session and the forwarding task (safe to call more than once)."""
+        if self._speaker is not None:
+            self._speaker.cancel()
         await self.session.close()
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -505,6 +534,7 @@ class _AsrRequest:
                 await self.conn.write(VoiceStarted(timestamp=event.at_ms).event())
             elif isinstance(event, ev.VoiceStopped):
                 await self.conn.write(VoiceStopped(timestamp=event.at_ms).event())
+                await self._identify()
             elif isinstance(event, ev.PartialTranscript):
                 delta = self.chunker.partial(event.text)
                 if delta:
@@ -513,7 +543,12 @@ class _AsrRequest:
                 delta = self.chunker.final(event.text)
                 if delta:
                     await self.conn.write(TranscriptChunk(text=delta).event())
-                await self.conn.write(Transcript(text=event.text, language=event.language).event())
+                transcript = Transcript(text=event.text, language=event.language).event()
+                speaker = await self._speaker_name() if event.text else None
+                if speaker is not None:
+                    # Beyond the protocol: clients that do not know the field ignore it.
+                    transcript.data["speaker"] = speaker
+                await self.conn.write(transcript)
                 await self.conn.write(TranscriptStop().event())
 
 

@@ -200,3 +200,38 @@ def test_verbose_json_names_the_speaker(daemon, kitchen):
     assert "speaker" not in (transcribe(kitchen, "json").model_extra or {})
     assert hearth(daemon, "speakers", "remove", "Joe").returncode == 0
     assert "speaker" not in (transcribe(kitchen, "verbose_json").model_extra or {})
+
+
+async def test_a_wyoming_transcript_names_the_speaker(daemon, kitchen):
+    """Home Assistant's chunking (10 ms, 320 bytes) at real time; the extra field."""
+    import asyncio
+
+    from wyoming.asr import Transcribe
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncTcpClient
+
+    files = [str(p) for p in sorted(Path(daemon.workdir).glob("take*.wav"))]
+    assert hearth(daemon, "speakers", "enroll", "Joe", *files).returncode == 0
+
+    async def transcript(samples: np.ndarray) -> dict:
+        pcm = np.concatenate([samples, silence(0.8)]).astype("<i2").tobytes()
+        async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as client:
+            await client.write_event(Transcribe().event())
+            await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+            began = time.monotonic()
+            for i in range(0, len(pcm), 320):
+                chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[i : i + 320])
+                await client.write_event(chunk.event())
+                await asyncio.sleep(max(0.0, began + (i + 320) / (RATE * 2) - time.monotonic()))
+            await client.write_event(AudioStop().event())
+            while True:
+                event = await asyncio.wait_for(client.read_event(), 60)
+                assert event is not None
+                if event.type == "transcript":
+                    return dict(event.data)
+
+    joe = await transcript(kitchen)
+    assert joe["speaker"] == "Joe"
+    assert_heard(joe["text"], COMMAND, "kitchen")
+    assert "speaker" not in await transcript(espeak(COMMAND))
+    assert hearth(daemon, "speakers", "remove", "Joe").returncode == 0

@@ -55,7 +55,7 @@ async def test_a_transcript_past_the_deadline_is_a_timeout(monkeypatch):
 
     request = object.__new__(_AsrRequest)
     request.conn, request.session, request.timeout_s = conn(), StuckSession(), 0.1
-    request._task = None
+    request._task, request._speaker, request.speakers = None, None, None
     monkeypatch.setattr(handler._AsrRequest, "_forward", lambda self: self.session.finish())
     request.begin()
     with pytest.raises(RequestTimeout) as caught:
