@@ -227,37 +227,40 @@ def resolve_gguf(spec: str, models_dir: Path, allow_download: bool = True) -> Pa
     return path
 
 
-def resolve_speaker_model(spec: str) -> Path:
-    """Find a GE2E speaker encoder file: empty means the embedded one, or a path."""
+def _resolve_file(spec: str, embedded: Embedded, missing: str, key: str, what: str) -> Path:
+    """``spec`` as a model file: empty means the ``embedded`` one, else a path.
+
+    Raises:
+        ModelUnavailable: the embedded package is not installed (``missing`` says how to
+            get it), or the configured file (setting ``key``) does not exist.
+    """
     if not spec:
-        path = embedded_path(EMBEDDED_SPEAKER)
+        path = embedded_path(embedded)
         if path is None:
-            raise ModelUnavailable(
-                "the embedded speaker model (GE2E) is missing: install it with "
-                f"pip install --no-deps {EMBEDDED_SPEAKER_PIN}, or set speakers.model"
-            )
+            raise ModelUnavailable(missing)
         return path
     path = Path(spec).expanduser()
     if not path.is_file():
-        raise ModelUnavailable(f"speaker model file {path} (speakers.model) does not exist")
+        raise ModelUnavailable(f"{what} model file {path} ({key}) does not exist")
     return path
+
+
+def resolve_speaker_model(spec: str) -> Path:
+    """Find a GE2E speaker encoder file: empty means the embedded one, or a path."""
+    missing = (
+        "the embedded speaker model (GE2E) is missing: install it with "
+        f"pip install --no-deps {EMBEDDED_SPEAKER_PIN}, or set speakers.model"
+    )
+    return _resolve_file(spec, EMBEDDED_SPEAKER, missing, "speakers.model", "speaker")
 
 
 def resolve_turn_model(spec: str) -> Path:
     """Find an end-of-turn ONNX file: empty means the embedded Smart Turn v3.2, or a path."""
-    if not spec:
-        path = embedded_path(EMBEDDED_TURN)
-        if path is None:
-            raise ModelUnavailable(
-                "the embedded turn model (Smart Turn v3.2) is missing: install it with "
-                f"pip install --no-deps {EMBEDDED_TURN_PIN}, set vad.turn_model, "
-                "or set vad.turn: off"
-            )
-        return path
-    path = Path(spec).expanduser()
-    if not path.is_file():
-        raise ModelUnavailable(f"turn model file {path} (vad.turn_model) does not exist")
-    return path
+    missing = (
+        "the embedded turn model (Smart Turn v3.2) is missing: install it with "
+        f"pip install --no-deps {EMBEDDED_TURN_PIN}, set vad.turn_model, or set vad.turn: off"
+    )
+    return _resolve_file(spec, EMBEDDED_TURN, missing, "vad.turn_model", "turn")
 
 
 def size_mb(path: Path) -> float:

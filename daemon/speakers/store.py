@@ -115,12 +115,6 @@ class SpeakerStore:
         if vector.shape != (DIMENSIONS,) or not np.isfinite(vector).all():
             raise InvalidRequest("a speaker embedding must be 256 finite numbers")
         speaker = Speaker(name, takes, time.time())
-        record = {
-            "name": name,
-            "takes": takes,
-            "enrolled_at": speaker.enrolled_at,
-            "embedding": [round(float(v), 7) for v in vector],
-        }
         with self._lock:
             path = self._path(name)
             if not path.exists() and len(self._all()) >= self.max_speakers:
@@ -129,7 +123,7 @@ class SpeakerStore:
                 )
             self.folder.mkdir(parents=True, exist_ok=True)
             os.chmod(self.folder, 0o700)
-            write_atomic(path, json.dumps(record).encode("utf-8"), mode=0o600)
+            self._write(speaker, vector)
         return speaker
 
     def rename(self, old: str, new: str) -> Speaker:
@@ -141,17 +135,21 @@ class SpeakerStore:
                 raise UnknownSpeaker(f"no speaker named {old!r} is enrolled")
             if self._path(new) != self._path(old) and self._path(new).exists():
                 raise InvalidRequest(f"a speaker named {new!r} is already enrolled")
-            speaker, vector = found
-            record = {
-                "name": new,
-                "takes": speaker.takes,
-                "enrolled_at": speaker.enrolled_at,
-                "embedding": [round(float(v), 7) for v in vector],
-            }
-            write_atomic(self._path(new), json.dumps(record).encode("utf-8"), mode=0o600)
+            renamed = Speaker(new, found[0].takes, found[0].enrolled_at)
+            self._write(renamed, found[1])
             if self._path(new) != self._path(old):
                 self._path(old).unlink(missing_ok=True)
-        return Speaker(new, speaker.takes, speaker.enrolled_at)
+        return renamed
+
+    def _write(self, speaker: Speaker, vector: np.ndarray) -> None:
+        """The speaker's file, replaced atomically, readable by the daemon's user only."""
+        record = {
+            "name": speaker.name,
+            "takes": speaker.takes,
+            "enrolled_at": speaker.enrolled_at,
+            "embedding": [round(float(v), 7) for v in vector],
+        }
+        write_atomic(self._path(speaker.name), json.dumps(record).encode("utf-8"), mode=0o600)
 
     def remove(self, name: str) -> None:
         """Forget a speaker: their embedding is deleted."""
