@@ -110,56 +110,26 @@ def embedding_cost(encoder: object, clip: np.ndarray, runs: int = 9) -> tuple[fl
     return statistics.median(cpu) * 1000, statistics.median(wall) * 1000
 
 
-def willow_cost(clips: list[np.ndarray], runs: int) -> tuple[float, float]:
-    """Median last byte -> response (ms) without and with voice_auth, paired runs."""
-    import httpx
-
+def willow_cost(enrolled: np.ndarray, probe: np.ndarray, runs: int) -> tuple[float, float]:
+    """Median last byte -> response (ms) of ``probe`` without and with voice_auth, paired
+    runs, with ``enrolled`` as the only speaker."""
+    from bench.willow import device_upload
     from daemon.cli.speakers import store_of
     from daemon.config import load_config
-    from daemon.engines.speaker import create_speaker_encoder
     from tests.daemon import Daemon
 
-    headers = {
-        "x-audio-sample-rate": "16000",
-        "x-audio-bits": "16",
-        "x-audio-channel": "1",
-        "x-audio-codec": "pcm",
-    }
     with tempfile.TemporaryDirectory() as work:
         daemon = Daemon(Path(work))
-        config = load_config(daemon.config_path)
-        encoder = create_speaker_encoder("")
-        embeddings = [encoder.embed(c) for c in clips[:ENROLLED]]
-        mean = np.mean([e for e in embeddings if e is not None], axis=0)
-        store_of(config).save("Joe", mean / np.linalg.norm(mean), ENROLLED)
-        probe = clips[ENROLLED]
+        store_of(load_config(daemon.config_path)).save("Joe", enrolled, ENROLLED)
         pcm = np.concatenate([probe, np.zeros(int(0.3 * RATE), np.int16)]).tobytes()
         took: dict[bool, list[float]] = {False: [], True: []}
         with daemon:
             for r in range(runs + 1):
                 for auth in (False, True) if r % 2 else (True, False):
-                    last = 0.0
-
-                    def paced() -> object:
-                        nonlocal last
-                        began = time.monotonic()
-                        for i in range(0, len(pcm), 1024):
-                            yield pcm[i : i + 1024]
-                            delay = began + (i + 1024) / (RATE * 2) - time.monotonic()
-                            if delay > 0:
-                                time.sleep(delay)
-                        last = time.perf_counter()
-
                     query = "?voice_auth=true" if auth else ""
-                    resp = httpx.post(
-                        f"{daemon.url}/api/willow{query}",
-                        content=paced(),  # type: ignore[arg-type]
-                        headers=headers,
-                        timeout=60,
-                    )
-                    assert resp.status_code == 200, resp.text
+                    waited_s, _ = device_upload(daemon.url, pcm, query)
                     if r:  # the first round warms up
-                        took[auth].append((time.perf_counter() - last) * 1000)
+                        took[auth].append(waited_s * 1000)
     return statistics.median(took[False]), statistics.median(took[True])
 
 
@@ -183,8 +153,9 @@ def main(runs: int, write: bool) -> None:
     eer, at = equal_error(genuine, impostor)
     three_s = next(c for c in speakers["piper joe"] if len(c) >= 2.5 * RATE)
     cpu_ms, wall_ms = embedding_cost(encoder, three_s[: 3 * RATE])
-    plain_ms, auth_ms = willow_cost(speakers["piper joe"], runs)
-    probe_s = len(speakers["piper joe"][ENROLLED]) / RATE
+    probe = speakers["piper joe"][ENROLLED]
+    plain_ms, auth_ms = willow_cost(enrolled["piper joe"], probe, runs)
+    probe_s = len(probe) / RATE
 
     lines = [
         "## Speaker verification (`bench/speakers.py`)",

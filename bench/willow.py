@@ -53,7 +53,7 @@ def speech(url: str) -> np.ndarray:
     return np.frombuffer(resp.content, dtype="<i2")
 
 
-def device_upload(url: str, pcm: bytes) -> tuple[float, str]:
+def device_upload(url: str, pcm: bytes, query: str = "") -> tuple[float, str]:
     """One device: real-time chunked upload; returns (last byte -> response s, text)."""
     last = [0.0]
 
@@ -66,7 +66,7 @@ def device_upload(url: str, pcm: bytes) -> tuple[float, str]:
                 time.sleep(delay)
         last[0] = time.perf_counter()
 
-    resp = httpx.post(f"{url}/api/willow", content=body(), headers=HEADERS, timeout=120)
+    resp = httpx.post(f"{url}/api/willow{query}", content=body(), headers=HEADERS, timeout=120)
     done = time.perf_counter()
     resp.raise_for_status()
     return done - last[0], resp.json()["text"]

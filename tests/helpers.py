@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -167,3 +168,25 @@ def hear(engines: Any, pcm: bytes | np.ndarray) -> str:
     samples = pcm if isinstance(pcm, bytes) else pcm.astype("<i2")
     model = engines.asr[engines.config.asr.default_model]
     return model.transcribe(pcm_to_float(samples), TranscribeOptions(language="en")).text
+
+
+PCM_HEADERS = {
+    "x-audio-sample-rate": "16000",
+    "x-audio-bits": "16",
+    "x-audio-channel": "1",
+    "x-audio-codec": "pcm",
+    "user-agent": "Willow/0.1",
+}
+"""A Willow device's headers for 16 kHz s16 mono PCM."""
+CHUNK_BYTES = 1024
+"""What the firmware's HTTP stream writes at a time (32 ms of 16 kHz s16 mono)."""
+
+
+def paced(pcm: bytes, chunk: int = CHUNK_BYTES, rate_bytes: int = RATE * 2) -> Iterator[bytes]:
+    """Chunks at real time, as a Willow device's microphone produces them."""
+    began = time.monotonic()
+    for i in range(0, len(pcm), chunk):
+        yield pcm[i : i + chunk]
+        delay = began + (i + chunk) / rate_bytes - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)

@@ -6,6 +6,7 @@ embedding is made in its own bounded worker pool, never on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,8 +17,8 @@ from daemon.engines.workers import WorkerPool
 from daemon.errors import InvalidAudio, InvalidRequest
 from daemon.speakers.store import Match, Speaker, SpeakerStore
 
-MIN_VOICED_S = 1.0
-"""An enrollment needs at least this much voiced speech in all."""
+MIN_RECORDED_S = 1.0
+"""An enrollment needs at least this much audio in all, and voice in some of it."""
 
 
 class SpeakerService:
@@ -58,11 +59,11 @@ class SpeakerService:
             embedding = await self.embed(audio)
             if embedding is not None:
                 embeddings.append(embedding)
-        voiced_s = sum(len(a) for a in recordings) / 16000
-        if not embeddings or voiced_s < MIN_VOICED_S:
+        recorded_s = sum(len(a) for a in recordings) / 16000
+        if not embeddings or recorded_s < MIN_RECORDED_S:
             raise InvalidAudio(
                 "no voice heard in the recordings: enrollment needs at least "
-                f"{MIN_VOICED_S:g} s of speech"
+                f"{MIN_RECORDED_S:g} s of speech"
             )
         mean = np.mean(embeddings, axis=0)
         return await self.pool.run(
@@ -82,3 +83,43 @@ class SpeakerService:
         if embedding is None:
             return Match(None, {})
         return await self.pool.run(self.store.match, embedding, self.settings.threshold)
+
+
+class SpeakerLookup:
+    """Who is speaking in one utterance, found beside its decode.
+
+    :meth:`start` as soon as the utterance's audio is known (the embedding runs in the
+    speaker worker while the ASR worker decodes); :meth:`match` when the transcript is
+    ready. Without a speaker service (verification off) it finds nobody and costs
+    nothing. One lookup per utterance; :meth:`cancel` when the request ends.
+    """
+
+    def __init__(self, service: SpeakerService | None) -> None:
+        self.service = service
+        self._pending: asyncio.Future[Match | None] | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` has been called with audio."""
+        return self._pending is not None
+
+    def start(self, audio: np.ndarray | None) -> None:
+        """Begin identifying ``audio`` (16 kHz); a second call is ignored."""
+        if self.service is not None and self._pending is None and audio is not None:
+            self._pending = asyncio.ensure_future(self.service.identify_if_enrolled(audio))
+
+    async def match(self, wait_s: float | None = None) -> Match | None:
+        """The result: None when nobody is enrolled, the lookup never started, or it took
+        longer than ``wait_s`` (then it goes on, and a later call may have it)."""
+        if self._pending is None:
+            return None
+        try:
+            async with asyncio.timeout(wait_s):
+                return await asyncio.shield(self._pending)
+        except TimeoutError:
+            return None
+
+    def cancel(self) -> None:
+        """Stop a lookup still running (its worker call finishes on its own)."""
+        if self._pending is not None and not self._pending.done():
+            self._pending.cancel()

@@ -23,6 +23,7 @@ from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
 from daemon.engines.llm.base import ChatMessage
 from daemon.errors import HearthError, InvalidRequest
 from daemon.runtime.engines import Engines
+from daemon.speakers.service import SpeakerLookup
 from daemon.speech.chat import ChatService
 from daemon.speech.speak import open_speech
 from daemon.speech.transcribe import decode_upload, stream_segments, transcribe_samples
@@ -71,7 +72,8 @@ async def transcriptions(
     # An unknown model or language fails now, not after the upload (or as a stream event).
     engines.asr_model(name).check_options(options)
     data = await file.read()
-    speaker = None
+    # Who is speaking, beside the decode (its own worker), for verbose_json.
+    speaker = SpeakerLookup(engines.speakers if fmt == "verbose_json" else None)
     try:
         async with asyncio.timeout(limits.request_timeout_s):
             samples = await decode_upload(data, limits.max_file_audio_s)
@@ -79,16 +81,13 @@ async def transcriptions(
                 items = stream_segments(engines, samples, name, options)
                 events = _transcript_events(items, limits.request_timeout_s)
                 return StreamingResponse(events, media_type="text/event-stream")
-            # Who is speaking, beside the decode (its own worker), for verbose_json.
-            if fmt == "verbose_json" and engines.speakers is not None:
-                speaker = asyncio.ensure_future(engines.speakers.identify_if_enrolled(samples))
+            speaker.start(samples)
             result = await transcribe_samples(engines, samples, name, options)
-            match = await speaker if speaker is not None else None
+            match = await speaker.match()
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
     finally:
-        if speaker is not None and not speaker.done():
-            speaker.cancel()
+        speaker.cancel()
     if fmt == "text":
         return PlainTextResponse(result.text + "\n")
     if fmt == "srt":

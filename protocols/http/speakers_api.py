@@ -12,11 +12,11 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
-from daemon.audio.pcm import decode_file
 from daemon.errors import InvalidRequest, SpeakersOff
 from daemon.runtime.engines import Engines
 from daemon.speakers.service import SpeakerService
 from daemon.speakers.store import Speaker
+from daemon.speech.transcribe import decode_upload
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_engines
 
@@ -59,10 +59,7 @@ async def enroll_speaker(
     if len(files) > service.settings.max_takes:
         raise InvalidRequest(f"at most {service.settings.max_takes} recordings")
     limits = config_of(request).limits
-    recordings = []
-    for upload in files:
-        data = await upload.read()
-        recordings.append(await asyncio.to_thread(decode_file, data, MAX_RECORDING_S))
+    recordings = [await decode_upload(await upload.read(), MAX_RECORDING_S) for upload in files]
     async with asyncio.timeout(limits.request_timeout_s):
         speaker = await service.enroll(name, recordings)
     return JSONResponse(_shown(speaker), status_code=201)

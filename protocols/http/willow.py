@@ -232,10 +232,10 @@ async def willow(
             assert final is not None  # finish() raises when there is none
             translation = None
             verified = None
+            audio = await session.utterance_audio() if voice_auth or translate else None
             if voice_auth:
-                verified = await verify_speaker(engines, await session.utterance_audio())
+                verified = await verify_speaker(engines, audio)
             if translate:
-                audio = await session.utterance_audio()
                 translation = (
                     final.text
                     if audio is None

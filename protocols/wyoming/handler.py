@@ -62,7 +62,7 @@ from daemon.errors import (
     TextTooLong,
 )
 from daemon.runtime.engines import Engines
-from daemon.speakers.store import Match
+from daemon.speakers.service import SpeakerLookup
 from daemon.speech import events as ev
 from daemon.speech.session import SessionOptions, SpeechSession
 from protocols.wyoming.chunks import TranscriptChunker
@@ -466,8 +466,7 @@ class _AsrRequest:
         self.timeout_s = engines.config.limits.request_timeout_s
         self.chunker = TranscriptChunker()
         self._task: asyncio.Task[None] | None = None
-        self.speakers = engines.speakers
-        self._speaker: asyncio.Future[Match | None] | None = None
+        self.speaker = SpeakerLookup(engines.speakers)
         """Who is speaking, found beside the decode once the utterance has ended."""
 
     def begin(self) -> None:
@@ -498,30 +497,13 @@ class _AsrRequest:
             raise _timed_out(self.timeout_s) from None
 
     async def _identify(self) -> None:
-        """Start finding who speaks in the utterance (its own worker, beside the decode)."""
-        if self.speakers is None or self._speaker is not None:
-            return
-        audio = await self.session.utterance_audio()
-        if audio is not None:
-            self._speaker = asyncio.ensure_future(self.speakers.identify_if_enrolled(audio))
-
-    async def _speaker_name(self) -> str | None:
-        """The enrolled speaker's name, or None: nobody enrolled, nobody matched, or no
-        answer within ``SPEAKER_WAIT_S`` (the transcript is not held for longer)."""
-        await self._identify()
-        if self._speaker is None:
-            return None
-        try:
-            async with asyncio.timeout(SPEAKER_WAIT_S):
-                match = await asyncio.shield(self._speaker)
-        except TimeoutError:
-            return None
-        return match.name if match is not None else None
+        """Start finding who speaks in the utterance, once."""
+        if self.speaker.service is not None and not self.speaker.started:
+            self.speaker.start(await self.session.utterance_audio())
 
     async def close(self) -> None:
         """End the session and the forwarding task (safe to call more than once)."""
-        if self._speaker is not None:
-            self._speaker.cancel()
+        self.speaker.cancel()
         await self.session.close()
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -544,10 +526,12 @@ class _AsrRequest:
                 if delta:
                     await self.conn.write(TranscriptChunk(text=delta).event())
                 transcript = Transcript(text=event.text, language=event.language).event()
-                speaker = await self._speaker_name() if event.text else None
-                if speaker is not None:
-                    # Beyond the protocol: clients that do not know the field ignore it.
-                    transcript.data["speaker"] = speaker
+                if event.text:
+                    await self._identify()  # when no voice-stopped came first
+                    match = await self.speaker.match(SPEAKER_WAIT_S)
+                    if match is not None and match.name is not None:
+                        # Beyond the protocol: clients that do not know the field ignore it.
+                        transcript.data["speaker"] = match.name
                 await self.conn.write(transcript)
                 await self.conn.write(TranscriptStop().event())
 

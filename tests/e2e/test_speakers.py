@@ -24,17 +24,10 @@ import pytest
 
 from daemon.audio.pcm import RATE, resample_pcm
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, silence, wav
+from tests.helpers import PCM_HEADERS, assert_heard, paced, silence, wav
 
 pytestmark = pytest.mark.e2e
 
-PCM_HEADERS = {
-    "x-audio-sample-rate": "16000",
-    "x-audio-bits": "16",
-    "x-audio-channel": "1",
-    "x-audio-codec": "pcm",
-    "user-agent": "Willow/0.1",
-}
 ENROLL = (
     "The quick brown fox jumps over the lazy dog.",
     "Please remind me to water the plants on Sunday.",
@@ -50,15 +43,6 @@ def hearth(daemon: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
-
-
-def paced(pcm: bytes, chunk: int = 1024) -> Iterator[bytes]:
-    began = time.monotonic()
-    for i in range(0, len(pcm), chunk):
-        yield pcm[i : i + chunk]
-        delay = began + (i + chunk) / (RATE * 2) - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
 
 
 def upload(daemon: Daemon, samples: np.ndarray) -> httpx.Response:

@@ -18,21 +18,12 @@ import websockets.sync.client
 
 from daemon.audio.pcm import RATE, decode_file, resample_pcm
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, noise, silence, words
+from tests.helpers import PCM_HEADERS, assert_heard, noise, paced, silence, words
 
 pytestmark = pytest.mark.e2e
 KEY = "willow-test-key"
 KITCHEN = "Turn on the kitchen lights."
 DATA = Path(__file__).resolve().parents[1] / "data"
-PCM_HEADERS = {
-    "x-audio-sample-rate": "16000",
-    "x-audio-bits": "16",
-    "x-audio-channel": "1",
-    "x-audio-codec": "pcm",
-    "user-agent": "Willow/0.1",
-}
-CHUNK_BYTES = 1024
-"""What the firmware's HTTP stream writes at a time (32 ms of 16 kHz s16 mono)."""
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +41,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def device_url(daemon: Daemon, path: str) -> str:
     """The URL as a Willow device holds it: Basic credentials embedded."""
     return f"http://hearth:{KEY}@127.0.0.1:{daemon.http_port}{path}"
-
-
-def paced(pcm: bytes, chunk: int = CHUNK_BYTES, rate_bytes: int = RATE * 2) -> Iterator[bytes]:
-    """Chunks at real time, as the device's microphone produces them."""
-    began = time.monotonic()
-    for i in range(0, len(pcm), chunk):
-        yield pcm[i : i + chunk]
-        delay = began + (i + chunk) / rate_bytes - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
 
 
 def utterance(samples: np.ndarray) -> bytes:

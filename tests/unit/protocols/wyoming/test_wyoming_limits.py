@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from daemon.errors import RequestTimeout, TextTooLong
+from daemon.speakers.service import SpeakerLookup
 from protocols.wyoming import handler
 from protocols.wyoming.handler import MAX_QUEUED_SENTENCES, _AsrRequest, _TtsStream
 
@@ -55,7 +56,7 @@ async def test_a_transcript_past_the_deadline_is_a_timeout(monkeypatch):
 
     request = object.__new__(_AsrRequest)
     request.conn, request.session, request.timeout_s = conn(), StuckSession(), 0.1
-    request._task, request._speaker, request.speakers = None, None, None
+    request._task, request.speaker = None, SpeakerLookup(None)
     monkeypatch.setattr(handler._AsrRequest, "_forward", lambda self: self.session.finish())
     request.begin()
     with pytest.raises(RequestTimeout) as caught:
