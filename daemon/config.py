@@ -153,6 +153,10 @@ class WyomingConfig:
     max_connections: int = field(default=64, metadata=_c(min=1, max=10000))
     max_event_bytes: int = field(default=1_048_576, metadata=_c(min=65536, max=268_435_456))
     idle_timeout_s: float = field(default=300.0, metadata=_c(min=0.5, max=86400.0))
+    end_of_turn: Literal["server", "client"] = "server"
+    """server: with the turn model on, Hearth ends each transcribe request's turn itself
+    (``requires_external_vad: false`` in ``info``) and sends the transcript at once;
+    client: the client's own VAD ends it with ``audio-stop``."""
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,16 @@ class VadConfig:
     """Further silence between later checks while the model says "incomplete" (0: none)."""
     max_pause_ms: int = field(default=1600, metadata=_c(min=60, max=10000))
     """With the turn model: the longest pause inside a turn (the turn ends here)."""
+    turn_text: bool = True
+    """The speculative transcript's last words join the turn model's answer: one that
+    ends in "for", "and", "the" or "um" does not end the turn."""
+    turn_text_threshold: float = field(default=0.5, metadata=_c(min=0.0, max=1.0))
+    """With ``turn_text``: P(complete) that ends the turn when the words could end it."""
+    max_utterance_ms: int = field(default=15000, metadata=_c(min=1000, max=600_000))
+    """When Hearth ends the turn (Wyoming): the longest utterance, from its first word."""
+    no_speech_ms: int = field(default=8000, metadata=_c(min=500, max=600_000))
+    """When Hearth ends the turn (Wyoming): audio without speech after which the request
+    ends with an empty transcript."""
 
 
 @dataclass(frozen=True)
@@ -449,6 +463,9 @@ class SpeakersConfig:
     max_takes: int = field(default=20, metadata=_c(min=1, max=200))
     """Recordings one enrollment may use."""
     max_speakers: int = field(default=50, metadata=_c(min=1, max=10000))
+    require: Literal["off", "known"] = "off"
+    """The household gate: ``known`` makes hands-free and wake conversations ignore
+    utterances whose voice matches no enrolled speaker (closed when none is enrolled)."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
 from daemon.runtime.engines import Engines, load_engines
+from daemon.runtime.facade import Hearth
 from daemon.runtime.reload import ReloadPlan, plan_reload, remote_engines, retire
 from daemon.runtime.remote import close_remotes
 from daemon.runtime.startup import in_daemon_thread, warm_up
@@ -73,6 +74,8 @@ class HearthService:
         self.config = config
         self.report = report
         self.engines: Engines | None = None
+        self._hearth: Hearth | None = None
+        """The facade over ``engines`` (made again when they are swapped)."""
         self.training = Training(config)
         self.state = ServiceState.STARTING
         self.error = ""
@@ -147,11 +150,22 @@ class HearthService:
         await asyncio.to_thread(self.training.resume_interrupted)
         self.notifier.ready(self._status_line())
 
-    def current_engines(self) -> Engines:
-        """The engines in use now (protocol adapters call this per request)."""
-        if self.engines is None:
+    @property
+    def hearth(self) -> Hearth | None:
+        """The engines in use now, as the protocol adapters see them (None: loading)."""
+        engines = self.engines
+        if engines is None:
+            return None
+        if self._hearth is None or not self._hearth.wraps(engines, self.config):
+            self._hearth = Hearth(engines, self.config)
+        return self._hearth
+
+    def current_hearth(self) -> Hearth:
+        """The engines in use now, as a facade (protocol adapters call this per request)."""
+        hearth = self.hearth
+        if hearth is None:
             raise ModelUnavailable("the daemon is still loading its models")
-        return self.engines
+        return hearth
 
     async def _start_listeners(self, early: bool) -> None:
         """Start the early listeners (before loading) or the others, in list order."""
@@ -195,13 +209,13 @@ class HearthService:
 
         config = self.config
         # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
-        rtc = RtcManager(config.webrtc, self.current_engines)
+        rtc = RtcManager(config.webrtc, self.current_hearth)
         http = HttpListener(
             create_app(self, rtc), config, self.inflight, on_failure=self._begin_stop
         )
         wyoming = WyomingServer.from_config(
             config,
-            self.current_engines,
+            self.current_hearth,
             observer=lambda code: self.metrics.request("wyoming", outcome_of_code(code)),
         )
         return [http, wyoming, rtc]
@@ -338,7 +352,8 @@ class HearthService:
         if swapped is not None:
             self.engines = swapped
         # After the swap: a listener told of new engines points its clients at them.
-        drained = [listener.reconfigure(plan.config, swapped) for listener in self.listeners]
+        hearth = self.hearth if swapped is not None else None
+        drained = [listener.reconfigure(plan.config, hearth) for listener in self.listeners]
         if swapped is not None and previous is not None:
             self._spawn(
                 retire(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from daemon.config import Config
 
 if TYPE_CHECKING:
-    from daemon.runtime.engines import Engines
+    from daemon.runtime.facade import Hearth
 
 Drained = Callable[[], bool]
 """True once the requests that were running when it was made have all ended."""
@@ -51,8 +51,8 @@ class Listener(Protocol):
         """Stop accepting; requests in flight get up to ``grace_s``; idempotent."""
         ...
 
-    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
-        """Apply a reloaded config (``engines``: the new engines, when swapped in).
+    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
+        """Apply a reloaded config (``hearth``: the new engines, when swapped in).
 
         Returns a check that turns true once the requests running at the call have
         ended: the previous engines are closed only then.

@@ -12,7 +12,8 @@ and behaves deterministically, so a test can script what the daemon hears and sa
 - :class:`FakeLlm` streams scripted tokens and records every prompt.
 
 :func:`fake_engines` puts them into the real :class:`~daemon.runtime.engines.Engines`
-container, built from a parsed config the way ``load_engines`` builds it.
+container, built from a parsed config the way ``load_engines`` builds it; adapters
+see it through the real facade, :attr:`FakeEngines.hearth`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from daemon.engines.tts.base import SynthesisOptions, TtsEngine
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.engines.vad.base import Vad, VadStream
 from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 
 KITCHEN = "Turn on the kitchen lights"
 TIME = "What time is it"
@@ -269,6 +271,10 @@ class FakeEngines:
     tts: FakeTts
     llm: FakeLlm
 
+    def __post_init__(self) -> None:
+        self.hearth = Hearth(self.engines)
+        """The facade the adapters are given (``lambda: fakes.hearth``)."""
+
     def close(self) -> None:
         """Stop the worker pools."""
         self.engines.close()
@@ -326,6 +332,7 @@ class FakeService:
     def __init__(self, config: Config, engines: Engines) -> None:
         self.config = config
         self.engines = engines
+        self.hearth: Hearth | None = Hearth(engines)
 
     def health(self) -> tuple[bool, dict[str, object]]:
         """Always ready."""

@@ -33,6 +33,19 @@ TOP_LEVEL_ALLOWED = {"__init__.py", "service.py", "errors.py", "config.py"}
 two foundation modules every room imports (typed errors, typed configuration)."""
 SIBLINGS = {frozenset({"speech", "voices"})}
 """Rooms on one level that must not import each other at all."""
+PROTOCOL_ROOMS = ("base", "patches", "webrtc", "http", "wyoming")
+"""The rooms of protocols/, bottom to top: ``base`` is ``protocols/`` itself (the
+listener contract); ``patches`` changes libraries; ``webrtc`` holds the peer
+sessions and their media; ``http`` serves the HTTP API, WebRTC signaling included;
+``wyoming`` stands alone. A room imports only rooms before it."""
+PROTOCOL_SIBLINGS = {frozenset({"wyoming", "http"}), frozenset({"wyoming", "webrtc"})}
+"""Protocol rooms that must not import each other at all."""
+FACADE_DOOR = ("daemon.runtime.facade", "daemon.runtime.profiles")
+"""The only modules of the runtime room that protocols may import: the facade and the
+names of its session profiles. The engines container stays behind them."""
+ENGINE_VOCABULARY = ("base", "text", "prompt", "voices")
+"""Modules of an engine package that protocols may import: its value types and pure
+helpers (options, results, text rules), never an engine or a service."""
 
 
 def room_of(module: str) -> str | None:
@@ -47,6 +60,26 @@ def room_of(module: str) -> str | None:
     if parts[1] == "service":
         return "service"
     return parts[1] if parts[1] in ROOMS else None
+
+
+def protocol_room_of(module: str) -> str:
+    """The room of a module of protocols/ (see PROTOCOL_ROOMS)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in PROTOCOL_ROOMS else "base"
+
+
+def door_problem(module: str, target: str) -> str | None:
+    """Why a protocol module may not import ``target`` from the core (None: it may)."""
+    room = room_of(target)
+    if room in ("service", "cli"):
+        return "protocols never import the composition root or the CLI"
+    if room == "runtime" and target != "daemon.runtime" and target not in FACADE_DOOR:
+        return "protocols reach the runtime only through the facade"
+    if room == "engines":
+        parts = target.split(".")
+        if len(parts) > 3 and parts[-1] not in ENGINE_VOCABULARY:
+            return "protocols reach engines only through the facade (value types excepted)"
+    return None
 
 
 def module_name(path: Path) -> str:
@@ -105,6 +138,11 @@ def check() -> tuple[Counter[tuple[str, str]], list[str]]:
         for target in sorted(imports_of(path)):
             theirs = room_of(target)
             assert theirs is not None
+            if mine == "protocols" and theirs == "protocols":
+                problems.extend(_protocol_problem(me, target))
+                continue
+            if mine == "protocols" and (why := door_problem(me, target)) is not None:
+                problems.append(f"{me} -> {target}: {why}")
             if theirs == mine:
                 continue
             edges[(mine, theirs)] += 1
@@ -113,6 +151,18 @@ def check() -> tuple[Counter[tuple[str, str]], list[str]]:
             elif ROOMS.index(theirs) > ROOMS.index(mine):
                 problems.append(f"{me} -> {target}: upward ({mine} -> {theirs})")
     return edges, problems
+
+
+def _protocol_problem(me: str, target: str) -> list[str]:
+    """An import between two rooms of protocols/ that breaks their order."""
+    mine, theirs = protocol_room_of(me), protocol_room_of(target)
+    if mine == theirs:
+        return []
+    if frozenset({mine, theirs}) in PROTOCOL_SIBLINGS:
+        return [f"{me} -> {target}: protocols.{mine} and protocols.{theirs} are siblings"]
+    if PROTOCOL_ROOMS.index(theirs) > PROTOCOL_ROOMS.index(mine):
+        return [f"{me} -> {target}: upward (protocols.{mine} -> protocols.{theirs})"]
+    return []
 
 
 def main() -> int:

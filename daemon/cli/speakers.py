@@ -87,10 +87,7 @@ def _voice_takes(config: Config, voice: str) -> list[Path]:
     """The accepted takes of a custom voice's enrollment, at most ``speakers.max_takes``."""
     from daemon.voices.enroll import Enrollment
 
-    takes = sorted(Enrollment(config, voice).wavs.glob("*.wav"))
-    if not takes:
-        raise InvalidRequest(f"voice {voice!r} has no enrollment takes to verify from")
-    return takes[: config.speakers.max_takes]
+    return Enrollment(config, voice).recordings(config.speakers.max_takes)
 
 
 async def _enroll(config: Config, store: SpeakerStore, name: str, files: list[Path]) -> Any:

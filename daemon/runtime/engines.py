@@ -33,6 +33,7 @@ from daemon.engines.wake import WakeLibrary, WakeModelSettings
 from daemon.engines.workers import WorkerPool
 from daemon.errors import HearthError, ModelUnavailable, UnknownModel
 from daemon.ops.metrics import EngineGauges
+from daemon.runtime.profiles import Profile, base_settings, session_profiles
 from daemon.runtime.remote import (
     REMOTE_ASR_THREADS,
     attach_remote_voices,
@@ -47,7 +48,6 @@ from daemon.runtime.remote import (
 from daemon.speakers.service import SpeakerService
 from daemon.speakers.store import SpeakerStore
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
-from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.pipeline import SpeechPipeline
 from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
 
@@ -156,26 +156,11 @@ class Engines:
         self.partials = config.asr.partials == "on"
         """Whether sessions decode partial transcripts by default."""
         self.voices = VoiceStore(config.voices_path)
-        vad = config.vad
-        self.session_settings = SessionSettings(
-            endpoint=EndpointConfig(
-                speech_start_s=vad.speech_start_ms / 1000,
-                speculative_silence_s=vad.speculative_silence_ms / 1000,
-                trailing_silence_s=vad.trailing_silence_ms / 1000,
-                turn=vad.turn != "off",
-                turn_check_s=vad.turn_check_ms / 1000,
-                turn_recheck_s=vad.turn_recheck_ms / 1000,
-                max_pause_s=vad.max_pause_ms / 1000,
-            ),
-            padding_s=vad.padding_ms / 1000,
-            partial_interval_s=config.asr.partial_interval_ms / 1000,
-            max_audio_s=limits.max_audio_s,
-            max_sample_rate=limits.max_sample_rate,
-            max_channels=limits.max_channels,
-        )
-        self.push_to_talk_settings = self.session_settings.push_to_talk(
-            vad.push_to_talk_silence_ms / 1000
-        )
+        self.profiles = session_profiles(config)
+        """Each client profile's session settings (see :mod:`daemon.runtime.profiles`)."""
+        self.session_settings = base_settings(config)
+        """The daemon-wide session settings (``vad.*``)."""
+        self.push_to_talk_settings = self.profiles[Profile.PUSH_TO_TALK].settings
         """Sessions that a button ends (WebRTC push-to-talk) speculate sooner."""
 
     # ---------------------------------------------------------------- use

@@ -14,6 +14,21 @@ from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
 from daemon.errors import InvalidText, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
+MAX_SPEAKER_CHARS = 64
+"""The longest speaker name put in a system prompt (an enrolled name is at most this)."""
+
+
+def speaker_line(speaker: str | None) -> str:
+    """The system prompt's sentence naming who is speaking ("" when nobody is known).
+
+    The name comes from the speaker store, which users fill: only printable characters
+    on one line are kept, at most :data:`MAX_SPEAKER_CHARS` of them.
+    """
+    if not speaker:
+        return ""
+    name = " ".join("".join(c if c.isprintable() else " " for c in speaker).split())
+    name = name[:MAX_SPEAKER_CHARS].strip()
+    return f"The person speaking is {name}." if name else ""
 
 
 @dataclass
@@ -104,22 +119,29 @@ class ChatService:
         self.conversations = conversations
         self.settings = settings
 
-    def build_messages(self, conversation_id: str, text: str) -> list[ChatMessage]:
+    def build_messages(
+        self, conversation_id: str, text: str, *, speaker: str | None = None
+    ) -> list[ChatMessage]:
         """System prompt, the history that fits, and the new user turn (blocking: a local
-        model tokenizes; on the event loop use :meth:`prepare_messages`)."""
-        system, history, user = self._parts(conversation_id, text)
+        model tokenizes; on the event loop use :meth:`prepare_messages`).
+
+        ``speaker`` is the enrolled person who said ``text``, named in the system prompt.
+        """
+        system, history, user = self._parts(conversation_id, text, speaker)
         return self._fit(system, history, user)
 
-    async def prepare_messages(self, conversation_id: str, text: str) -> list[ChatMessage]:
+    async def prepare_messages(
+        self, conversation_id: str, text: str, *, speaker: str | None = None
+    ) -> list[ChatMessage]:
         """Like :meth:`build_messages`, with the token counting in a worker thread."""
-        system, history, user = self._parts(conversation_id, text)
+        system, history, user = self._parts(conversation_id, text, speaker)
         if not history or not self.llm.context_tokens:
             return system + history + [user]  # nothing to measure
         # Tokenizing a long history takes milliseconds of CPU per turn: not on the loop.
         return await asyncio.to_thread(self._fit, system, history, user)
 
     def _parts(
-        self, conversation_id: str, text: str
+        self, conversation_id: str, text: str, speaker: str | None = None
     ) -> tuple[list[ChatMessage], list[ChatMessage], ChatMessage]:
         """Check the prompt; the system turn, the stored history and the user turn."""
         if not text.strip():
@@ -128,11 +150,10 @@ class ChatService:
             raise TextTooLong(
                 f"prompt is {len(text)} characters; the limit is {self.settings.max_prompt_chars}"
             )
-        system = (
-            [ChatMessage("system", self.settings.system_prompt)]
-            if self.settings.system_prompt
-            else []
-        )
+        # The speaker goes after the configured prompt: a local model's evaluated prefix
+        # (kept by warm_up) stays the same whoever speaks.
+        prompt = "\n\n".join(p for p in (self.settings.system_prompt, speaker_line(speaker)) if p)
+        system = [ChatMessage("system", prompt)] if prompt else []
         # The store is read here, on the caller's thread: it is not thread-safe.
         history = self.conversations.history(conversation_id) if conversation_id else []
         return system, history, ChatMessage("user", text)
@@ -151,14 +172,24 @@ class ChatService:
         return system + history + [user]
 
     async def chat(
-        self, conversation_id: str, text: str, remember: bool = True
+        self,
+        conversation_id: str,
+        text: str,
+        remember: bool = True,
+        *,
+        speaker: str | None = None,
     ) -> AsyncIterator[str]:
         """Stream the LLM's reply to ``text``.
 
-        With ``remember`` the exchange joins the history when the reply is complete;
-        a speculative reply passes False and is remembered only if it is used.
+        Args:
+            conversation_id: whose history to use and extend ("": none).
+            text: what the person said.
+            remember: add the exchange to the history when the reply is complete; a
+                speculative reply passes False and is remembered only if it is used.
+            speaker: the enrolled person who said it (None: not known); the system
+                prompt names them.
         """
-        messages = await self.prepare_messages(conversation_id, text)
+        messages = await self.prepare_messages(conversation_id, text, speaker=speaker)
         parts: list[str] = []
         async for piece in self.reply(messages, self.settings.sampling):
             parts.append(piece)

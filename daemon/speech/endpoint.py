@@ -43,6 +43,12 @@ class EndpointConfig:
     (0: none; the first answer stands until ``max_pause_s``)."""
     max_pause_s: float = 1.6
     """With ``turn``: silence that ends the utterance whatever the model says."""
+    max_utterance_s: float | None = None
+    """Speech this long (from its onset) ends the utterance; None: no limit. A session
+    that ends turns itself needs it: a television the VAD hears as speech never pauses."""
+    no_speech_s: float | None = None
+    """Audio this long without an utterance starting ends the stream empty; None: the
+    client ends it."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,10 @@ class EndpointEvent:
     """started (at speech onset), paused and ended (at end of speech), resumed, and
     turn_check (at end of speech: ask the turn model, answer with ``turn_decided``)."""
     at_s: float
+    reason: str = ""
+    """Why an utterance ended: silence (the fixed trailing silence), turn (the turn
+    model), max-pause, longest-utterance, no-speech (then ``at_s`` is the time it
+    was given up), or forced."""
 
 
 class Endpointer:
@@ -71,6 +81,8 @@ class Endpointer:
         """With a turn model: the silence at which it is asked next."""
         self._unasked = False
         """With a turn model: this pause could not be asked about (the fixed silence ends it)."""
+        self._waiting_since = 0.0
+        """Audio time since which no utterance has started (for ``no_speech_s``)."""
 
     @property
     def pause_s(self) -> float:
@@ -82,10 +94,30 @@ class Endpointer:
 
     def process(self, seconds: float, is_speech: bool) -> list[EndpointEvent]:
         """Advance by one frame of ``seconds``; return the events it caused."""
+        events = self._step(seconds, is_speech)
+        return events + self._limits() if self.state is not EndpointState.ENDED else events
+
+    def _limits(self) -> list[EndpointEvent]:
+        """End what the clock says must end: no speech at all, or speech too long."""
+        cfg = self.config
+        if self.state is EndpointState.WAITING:
+            if cfg.no_speech_s is not None and self.now_s - self._waiting_since >= cfg.no_speech_s:
+                self.state = EndpointState.ENDED
+                return [EndpointEvent("ended", self.now_s, "no-speech")]
+            return []
+        start = self.speech_start_s
+        if cfg.max_utterance_s is not None and start is not None:
+            if self.now_s - start >= cfg.max_utterance_s:
+                return self.force_end("longest-utterance")
+        return []
+
+    def _step(self, seconds: float, is_speech: bool) -> list[EndpointEvent]:
         start = self.now_s
         self.now_s += seconds
         events: list[EndpointEvent] = []
         cfg = self.config
+        if self.state is EndpointState.ENDED and self.speech_start_s is None:
+            return events  # given up without speech: there is nothing to resume
         if is_speech:
             if self._run_start is None:
                 self._run_start = start
@@ -124,7 +156,8 @@ class Endpointer:
         end_s = self._end_silence_s()
         if self._silence_s >= end_s:
             self.state = EndpointState.ENDED
-            events.append(EndpointEvent("ended", self.speech_end_s or start))
+            reason = "max-pause" if cfg.turn and not self._unasked else "silence"
+            events.append(EndpointEvent("ended", self.speech_end_s or start, reason))
         elif cfg.turn and self._silence_s >= self._next_check_s:
             # Asked again only with a recheck interval: the model hears a long silence
             # as a finished turn, so by default one answer per pause stands.
@@ -156,7 +189,7 @@ class Endpointer:
         self._next_check_s = float("inf")
         if self._silence_s >= self._end_silence_s():
             self.state = EndpointState.ENDED
-            return [EndpointEvent("ended", at_s)]
+            return [EndpointEvent("ended", at_s, "silence")]
         return []
 
     def turn_decided(self, at_s: float, complete: bool) -> list[EndpointEvent]:
@@ -168,17 +201,17 @@ class Endpointer:
         """
         if complete and self._pause_of(at_s):
             self.state = EndpointState.ENDED
-            return [EndpointEvent("ended", at_s)]
+            return [EndpointEvent("ended", at_s, "turn")]
         return []
 
-    def force_end(self) -> list[EndpointEvent]:
+    def force_end(self, reason: str = "forced") -> list[EndpointEvent]:
         """End the utterance now (it reached its length limit); speech ends here."""
         if self.state in (EndpointState.WAITING, EndpointState.ENDED):
             return []
         if self.state is EndpointState.SPEECH:
             self.speech_end_s = self.now_s
         self.state = EndpointState.ENDED
-        return [EndpointEvent("ended", self.speech_end_s or self.now_s)]
+        return [EndpointEvent("ended", self.speech_end_s or self.now_s, reason)]
 
     def reset(self) -> None:
         """Wait for the next utterance (hands-free listening); time keeps running."""
@@ -190,3 +223,4 @@ class Endpointer:
         self._silence_s = 0.0
         self._next_check_s = self.config.turn_check_s
         self._unasked = False
+        self._waiting_since = self.now_s

@@ -65,6 +65,8 @@ class FinalTranscript:
     """Wall time spent decoding the final result (ms)."""
     speculative: bool = False
     """True when a speculative decode started before the end of input was used."""
+    speaker: str | None = None
+    """The enrolled speaker whose voice this is, when verification found one."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,31 @@ class RunError:
 
 
 @dataclass(frozen=True)
+class ReplyInterrupted:
+    """The person spoke again (or asked for something else): the reply stopped."""
+
+    text: str
+    """What the LLM had written of the reply when it stopped."""
+
+
+@dataclass(frozen=True)
+class UtteranceIgnored:
+    """An utterance was heard and set aside: no reply follows it."""
+
+    text: str
+    reason: str
+    """Stable kebab-case reason: ``unknown-speaker`` (the household gate)."""
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class PhaseChanged:
+    """A conversation moved to another phase (see ``conversation_state.Phase``)."""
+
+    phase: str
+
+
+@dataclass(frozen=True)
 class RunEnded:
     """The pipeline run is over (always the last event)."""
 
@@ -146,3 +173,5 @@ PipelineEvent = (
     | RunError
     | RunEnded
 )
+ConversationNote = ReplyInterrupted | UtteranceIgnored | PhaseChanged
+"""What a conversation adds to the pipeline's events (see ``speech.conversation``)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
@@ -69,6 +69,7 @@ class SpeechPipeline:
         speak: bool = True,
         tts_options: SynthesisOptions | None = None,
         speculate: bool = True,
+        speaker: str | None = None,
     ) -> PipelineRun:
         """Begin a run; read :meth:`PipelineRun.events` from now on (with a session,
         while its audio still arrives, so that the reply can start speculatively)."""
@@ -80,6 +81,7 @@ class SpeechPipeline:
             speak,
             tts_options or SynthesisOptions(),
             speculate,
+            speaker,
         )
 
     def replies(
@@ -112,8 +114,11 @@ class _Reply:
         text: str,
         speak: bool,
         tts_options: SynthesisOptions,
+        speaker: str | None = None,
     ) -> None:
         self.text = text
+        self.speaker = speaker
+        """The enrolled speaker the reply is for (the system prompt names them)."""
         self._chat = pipeline.chat
         self._tts = pipeline.tts
         self._conversation_id = conversation_id
@@ -141,7 +146,9 @@ class _Reply:
     async def _think(self, sentences: asyncio.Queue[str | None] | None) -> None:
         splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
         parts: list[str] = []
-        async for piece in self._chat.chat(self._conversation_id, self.text, remember=False):
+        async for piece in self._chat.chat(
+            self._conversation_id, self.text, remember=False, speaker=self.speaker
+        ):
             parts.append(piece)
             await self._out.put(ReplyChunk(piece))
             if sentences is not None:
@@ -201,6 +208,7 @@ class PipelineRun:
         speak: bool,
         tts_options: SynthesisOptions,
         speculate: bool,
+        speaker: str | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.session = session
@@ -208,20 +216,23 @@ class PipelineRun:
         self.conversation_id = conversation_id
         self.speak = speak
         self.tts_options = tts_options
+        self.speaker = speaker
         self.speculation_used = False
         """True when the reply came from a speculative start."""
         self._speculate = speculate
         self._spec: _Reply | None = None
 
     def _new_reply(self, text: str) -> _Reply:
-        return _Reply(self.pipeline, self.conversation_id, text, self.speak, self.tts_options)
+        return _Reply(
+            self.pipeline, self.conversation_id, text, self.speak, self.tts_options, self.speaker
+        )
 
     async def _drop_speculation(self) -> None:
         spec, self._spec = self._spec, None
         if spec is not None:
             await spec.cancel()
 
-    async def events(self) -> AsyncIterator[PipelineEvent]:
+    async def events(self) -> AsyncGenerator[PipelineEvent, None]:
         """Run to the end: the final transcript (for speech), the reply, RunEnded."""
         try:
             if self.speak:
@@ -241,8 +252,9 @@ class PipelineRun:
                 # No final: finish() failed or the session closed, and the caller
                 # of finish() reports why.
             if text and text.strip():
-                if self._spec is not None and self._spec.text == text:
-                    reply, self._spec = self._spec, None
+                spec = self._spec
+                if spec is not None and (spec.text, spec.speaker) == (text, self.speaker):
+                    reply, self._spec = spec, None
                     self.speculation_used = True
                 else:
                     await self._drop_speculation()
@@ -287,6 +299,9 @@ class SpeculativeReplies:
         self.conversation_id = conversation_id
         self.speak = speak
         self.tts_options = tts_options
+        self.speaker: str | None = None
+        """Whose voice the next utterance is expected to be (the last one heard): a
+        speculative reply is written for them, and kept when the final agrees."""
         self._spec: _Reply | None = None
 
     async def observe(self, event: PipelineEvent) -> None:
@@ -295,7 +310,12 @@ class SpeculativeReplies:
             await self.close()
             if isinstance(event, SpeculativeTranscript) and event.text.strip():
                 self._spec = _Reply(
-                    self.pipeline, self.conversation_id, event.text, self.speak, self.tts_options
+                    self.pipeline,
+                    self.conversation_id,
+                    event.text,
+                    self.speak,
+                    self.tts_options,
+                    self.speaker,
                 )
 
     def start(self, final: FinalTranscript) -> PipelineRun:
@@ -305,8 +325,10 @@ class SpeculativeReplies:
             conversation_id=self.conversation_id,
             speak=self.speak,
             tts_options=self.tts_options,
+            speaker=final.speaker,
         )
-        run._spec, self._spec = self._spec, None  # used when the text matches
+        run._spec, self._spec = self._spec, None  # used when text and speaker match
+        self.speaker = final.speaker
         return run
 
     async def close(self) -> None:

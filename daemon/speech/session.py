@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,6 +43,14 @@ from daemon.speech.events import (
     VoiceStopped,
 )
 from daemon.speech.stream import EventStream
+from daemon.speech.turn_text import (
+    TextTurn,
+    TurnJudgement,
+    TurnPolicy,
+    text_turn,
+    turn_complete,
+    wants_text,
+)
 
 _LOGGER = logging.getLogger(__name__)
 PARTIAL_QUIET_S = 0.06
@@ -64,6 +72,8 @@ class SessionSettings:
     is kept as long as no more speech follows, whatever silence arrives after it."""
     partial_interval_s: float = 0.6
     """New audio between two partial decodes."""
+    turn: TurnPolicy = TurnPolicy()
+    """How the turn model's answer and the speculative transcript decide a turn."""
     max_audio_s: float = 60.0
     max_sample_rate: int = 192000
     max_channels: int = 8
@@ -91,6 +101,11 @@ class SessionOptions:
     speculative: bool = True
     hands_free: bool = False
     """Many utterances in one stream: idle audio is dropped as it ages."""
+    ends_turn: bool = False
+    """The session ends the utterance itself: when the endpoint does, the final
+    transcript is decoded and the stream ends; audio after it is dropped, and a later
+    :meth:`SpeechSession.finish` changes nothing (Wyoming with ``requires_external_vad``
+    false)."""
 
 
 @dataclass
@@ -135,6 +150,12 @@ class SpeechSession:
         """Turn-model decisions asked for: tests and benchmarks read it."""
         self.turn_skips = 0
         """Checks not made because the machine was busy (the fixed silence decided)."""
+        self.judgements: deque[TurnJudgement] = deque(maxlen=32)
+        """The latest turn decisions, with what decided them: tests and benchmarks read it."""
+        self.ended: asyncio.Task[None] | None = None
+        """With ``ends_turn``, once the endpoint ended the utterance: the final decode."""
+        self.on_utterance: Callable[[np.ndarray], None] | None = None
+        """Called with each utterance's trimmed audio as its final decode starts."""
         self._fmt: AudioFormat | None = None
         self._converter: PcmConverter | None = None
         self._buf = bytearray()
@@ -199,13 +220,37 @@ class SpeechSession:
         if self._converter is None:
             raise InvalidAudio("audio arrived before its format (rate, width, channels)")
         async with self._lock:
+            if self.ended is not None:
+                return  # the session ended the utterance itself: the rest is dropped
             if self._finished:
                 raise InvalidAudio("audio arrived after the end of the utterance")
             events = await self._vad_pool.run(self._ingest, data, False)
             self._handle(events)
-            if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
-                await self._next_utterance()
+            await self._after_end()
             await self._flush()
+
+    async def _after_end(self) -> None:
+        """An utterance the endpoint ended: hands-free, decode it and listen on; with
+        ``ends_turn``, decode it and end the session (holding the session lock)."""
+        if self.endpointer.state is not EndpointState.ENDED:
+            return
+        if self.options.hands_free:
+            await self._next_utterance()
+        elif self.options.ends_turn and self.ended is None:
+            # Nothing is ingested after this, so the buffer the decode slices stays put.
+            self._finished = True
+            self.ended = asyncio.ensure_future(self._conclude(time.perf_counter()))
+            self._tasks.add(self.ended)
+            self.ended.add_done_callback(self._tasks.discard)
+
+    async def _conclude(self, began: float) -> None:
+        """The final transcript of an utterance the session ended itself; the stream
+        ends with it (without it when the decode fails: ``ended`` holds the error)."""
+        try:
+            self._emit(await self._final(began))
+            await self._flush()
+        finally:
+            self._events.close()
 
     def _append(self, samples: np.ndarray) -> None:
         limit = int(self.settings.max_audio_s * RATE)
@@ -269,7 +314,8 @@ class SpeechSession:
                 self._emit(VoiceStarted(int(event.at_s * 1000)))
             elif event.kind == "resumed":
                 self._discard_speculation()
-            elif event.kind == "ended":
+            elif event.kind == "ended" and event.reason != "no-speech":
+                # (Given up without speech, no voice started: none stops.)
                 self._emit(VoiceStopped(int(event.at_s * 1000)))
             elif event.kind == "turn_check":
                 self._check_turn(event.at_s)
@@ -378,24 +424,45 @@ class SpeechSession:
             raise
         except Exception as exc:  # noqa: BLE001 - without an answer, the fixed silence decides
             _LOGGER.warning("Turn check failed: %s", exc)
-        else:
-            _LOGGER.debug(
-                "Turn check after %.2f s of speech: p(complete)=%.2f",
-                audio.size / RATE,
-                verdict.probability,
-            )
+        complete = None if verdict is None else await self._judge(verdict, speech_end_s)
         async with self._lock:
             if self._finished:
                 return
             ep = self.endpointer
             self._handle(
                 ep.turn_unasked(speech_end_s)
-                if verdict is None
-                else ep.turn_decided(speech_end_s, verdict.complete)
+                if complete is None
+                else ep.turn_decided(speech_end_s, complete)
             )
-            if self.options.hands_free and self.endpointer.state is EndpointState.ENDED:
-                await self._next_utterance()
+            await self._after_end()
         await self._flush()
+
+    async def _judge(self, verdict: TurnPrediction, speech_end_s: float) -> bool:
+        """The turn decision: the model's answer, and the words of the pause's
+        speculative decode when they could change it (waiting for that decode, which
+        the transcript needs anyway)."""
+        policy = self.settings.turn
+        words: str | None = None
+        spec = self._spec
+        if (
+            wants_text(policy, verdict.probability, verdict.complete)
+            and spec is not None
+            and spec.speech_end == int(speech_end_s * RATE)
+        ):
+            await asyncio.wait({spec.task})  # a discarded decode is cancelled: no words
+            if not spec.task.cancelled() and spec.task.exception() is None:
+                words = spec.task.result().text
+        text = TextTurn.UNKNOWN if words is None else text_turn(words)
+        complete = turn_complete(policy, verdict.probability, verdict.complete, text)
+        self.judgements.append(TurnJudgement(verdict.probability, words, text, complete))
+        _LOGGER.debug(
+            "Turn check: p(complete)=%.2f, words %r (%s): %s",
+            verdict.probability,
+            words,
+            text.value,
+            "complete" if complete else "not complete",
+        )
+        return complete
 
     def _discard_speculation(self) -> None:
         if self._spec is not None:
@@ -480,7 +547,13 @@ class SpeechSession:
         Raises what stopped the decode (the stream then ends without a final).
         """
         began = time.perf_counter()
+        if self.ended is not None:
+            await self.ended  # the session ended it already: its final (or its error)
+            return
         async with self._lock:
+            if self.ended is not None:
+                await self.ended
+                return
             if self._finished:
                 raise InvalidAudio("the utterance is already finished")
             self._finished = True  # from here on, a late partial is not worth sending
@@ -507,12 +580,15 @@ class SpeechSession:
             rng[0],
             speech_end,
         )
+        audio = self._slice(*rng)
         if speculative:
             assert self._spec is not None
             task = self._spec.task
         else:
             self._discard_speculation()
-            task = self._decode(self._slice(*rng), self.options.transcribe)
+            task = self._decode(audio, self.options.transcribe)
+        if self.on_utterance is not None:
+            self.on_utterance(audio)  # beside the decode (the speaker's embedding)
         result = await task
         self._spec = None
         return FinalTranscript(

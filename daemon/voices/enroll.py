@@ -237,6 +237,14 @@ class Enrollment:
         """Accepted takes by id."""
         return read_json(self.folder / TAKES)
 
+    def recordings(self, limit: int) -> list[Path]:
+        """The accepted takes' files, at most ``limit``, for enrolling the person as a
+        speaker without recording again (blocking; InvalidRequest when there are none)."""
+        files = sorted(self.wavs.glob("*.wav"))
+        if not files:
+            raise InvalidRequest(f"voice {self.name!r} has no enrollment takes to verify from")
+        return files[:limit]
+
     def prompt(self, index: int) -> str:
         """Prompt ``index``; InvalidRequest when out of range."""
         if not 0 <= index < len(self.prompts):

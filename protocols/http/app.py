@@ -22,12 +22,15 @@ from protocols.http import (
     errors,
     metrics,
     openai_api,
+    pages,
     speakers_api,
+    sts,
     voices_api,
     willow,
     willow_chat,
     willow_speech,
 )
+from protocols.http import rtc as rtc_routes
 from protocols.http.auth import has_api_key, require_api_key
 from protocols.http.common import BodyIdle, BodyLimit, ServiceView
 from protocols.http.cors import CardCors
@@ -85,9 +88,16 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
     async def docs() -> HTMLResponse:
         return get_swagger_ui_html(openapi_url="/openapi.json", title="Hearth API")
 
-    from protocols.webrtc import pages, routes
-
-    for module in (willow, willow_speech, willow_chat, voices_api, speakers_api, routes, pages):
+    for module in (
+        willow,
+        willow_speech,
+        sts,
+        willow_chat,
+        voices_api,
+        speakers_api,
+        rtc_routes,
+        pages,
+    ):
         app.include_router(module.router, responses=shared)
     app.include_router(openai_api.router, responses=error_responses(openai=True))
     return app

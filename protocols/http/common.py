@@ -1,4 +1,4 @@
-"""What every HTTP route shares: the service, the engines once loaded, upload limits."""
+"""What every HTTP route shares: the service, the facade once loaded, upload limits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from daemon.config import Config
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from protocols.http.errors import HttpError, error_response
 
 
@@ -18,7 +18,11 @@ class ServiceView(Protocol):
     """What the HTTP app needs from the running service."""
 
     config: Config
-    engines: Engines | None
+
+    @property
+    def hearth(self) -> Hearth | None:
+        """The engines in use now, as a facade (None: still loading)."""
+        ...
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """(ready, details)."""
@@ -36,19 +40,26 @@ def config_of(conn: HTTPConnection) -> Config:
     return service_of(conn).config
 
 
-async def ready_engines(conn: HTTPConnection) -> Engines:
-    """FastAPI dependency: the loaded engines, or 503 while they load."""
-    engines = service_of(conn).engines
-    if engines is None:
+async def ready_hearth(conn: HTTPConnection) -> Hearth:
+    """FastAPI dependency: the engines in use now, as a facade, or 503 while they load.
+
+    Read once per request: a reload swaps the engines for later requests, and this
+    one keeps the facade it started with.
+    """
+    hearth = service_of(conn).hearth
+    if hearth is None:
         raise HttpError("not-ready", "Hearth is still loading its engines; try again shortly")
-    return engines
+    return hearth
 
 
-def require(engine: object | None, what: str) -> Any:
-    """``engine`` itself, or 503 when that engine is not loaded."""
-    if engine is None:
+def require(loaded: bool, what: str) -> None:
+    """503 ``model-unavailable`` unless the ``what`` engine is ``loaded``.
+
+    The facade would refuse on first use too; checking up front keeps a missing
+    engine's 503 ahead of the request's other errors (a bad format, an unknown voice).
+    """
+    if not loaded:
         raise HttpError("model-unavailable", f"the {what} engine is not loaded")
-    return engine
 
 
 def upload_limit(config: Config, method: str, path: str) -> int:

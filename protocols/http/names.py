@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.errors import UnknownVoice
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 
 WIS_MODELS = frozenset({"tiny", "base", "small", "medium", "large", "large-v2", "large-v3"})
 """Model names Willow Inference Server accepts; they mean Hearth's default ASR model."""
@@ -23,38 +21,12 @@ OPENAI_VOICES = frozenset(
 """OpenAI voice names; they mean the default voice."""
 
 
-def asr_model_name(engines: Engines, name: str | None, aliases: frozenset[str]) -> str | None:
+def asr_model_name(hearth: Hearth, name: str | None, aliases: frozenset[str]) -> str | None:
     """The configured ASR model a request names (None: the default).
 
     A configured name wins; a name from ``aliases`` means the default; any other
-    name is left for :meth:`Engines.asr_model` to refuse as unknown.
+    name is left for the facade to refuse as unknown.
     """
-    if not name or name in engines.asr:
+    if not name or hearth.has_asr_model(name):
         return name or None
     return None if name in aliases else name
-
-
-def synthesis_options(
-    engines: Engines,
-    name: str | None,
-    aliases: frozenset[str],
-    speed: float = 1.0,
-    sample_rate: int | None = None,
-) -> SynthesisOptions:
-    """Options for a voice or speaker named by a client.
-
-    ``name`` may be a voice in the store, a speaker of the default voice, or one of
-    ``aliases`` (case-insensitive) or empty for the default voice; anything else is
-    an unknown voice (404). Runs on the event loop: voices come from the store's
-    memory (:meth:`VoiceStore.recall`), and synthesis reads the voice afresh.
-    """
-    assert engines.tts is not None
-    if not name or name.lower() in aliases:
-        return SynthesisOptions(speed=speed, sample_rate=sample_rate)
-    if engines.voices.recall(name) is not None:
-        return SynthesisOptions(voice=name, speed=speed, sample_rate=sample_rate)
-    default = engines.tts.check_voice(SynthesisOptions())
-    if name in default.speakers:
-        return SynthesisOptions(speaker=name, speed=speed, sample_rate=sample_rate)
-    known = engines.voices.names()
-    raise UnknownVoice(f"unknown voice or speaker '{name[:64]}' (voices: {known})")

@@ -11,7 +11,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
@@ -22,17 +21,15 @@ from daemon.audio.stream import output_format
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
 from daemon.engines.llm.base import ChatMessage
 from daemon.errors import HearthError, InvalidRequest
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from daemon.speakers.service import SpeakerLookup
-from daemon.speech.chat import ChatService
-from daemon.speech.speak import open_speech
-from daemon.speech.transcribe import decode_upload, stream_segments, transcribe_samples
+from daemon.speech.transcribe import decode_upload
 from protocols.http import formats
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_engines, require
+from protocols.http.common import config_of, ready_hearth, require
 from protocols.http.errors import timed_out
 from protocols.http.formats import audio_responses
-from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name, synthesis_options
+from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
 SPEECH_RATE = 24000
@@ -56,33 +53,33 @@ async def transcriptions(
     response_format: str = Form("json"),
     temperature: float = Form(0.0),
     stream: bool = Form(False),
-    engines: Engines = Depends(ready_engines),
+    hearth: Hearth = Depends(ready_hearth),
 ) -> Response:
     """Text of ``file`` (any format PyAV reads); ``stream=true`` sends server-sent
     ``transcript.text.delta`` events as segments are decoded, then
     ``transcript.text.done``. ``temperature`` is accepted and ignored."""
     limits = config_of(request).limits
     fmt = formats.check_response_format(response_format)
-    name = asr_model_name(engines, model, OPENAI_ASR_MODELS)
+    name = asr_model_name(hearth, model, OPENAI_ASR_MODELS)
     options = TranscribeOptions(
         language=language or None,
         initial_prompt=prompt or None,
         timestamps=fmt in ("srt", "vtt", "verbose_json"),
     )
     # An unknown model or language fails now, not after the upload (or as a stream event).
-    engines.asr_model(name).check_options(options)
+    hearth.check_transcribe(name, options)
     data = await file.read()
     # Who is speaking, beside the decode (its own worker), for verbose_json.
-    speaker = SpeakerLookup(engines.speakers if fmt == "verbose_json" else None)
+    speaker = SpeakerLookup(hearth.speakers if fmt == "verbose_json" else None)
     try:
         async with asyncio.timeout(limits.request_timeout_s):
             samples = await decode_upload(data, limits.max_file_audio_s)
             if stream:
-                items = stream_segments(engines, samples, name, options)
+                items = hearth.stream_file(samples, name, options)
                 events = _transcript_events(items, limits.request_timeout_s)
                 return StreamingResponse(events, media_type="text/event-stream")
             speaker.start(samples)
-            result = await transcribe_samples(engines, samples, name, options)
+            result = await hearth.transcribe_file(samples, name, options)
             match = await speaker.match()
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
@@ -149,16 +146,16 @@ class SpeechRequest(BaseModel):
     responses=audio_responses("The spoken input, in the asked format"),
 )
 async def speech(
-    body: SpeechRequest, request: Request, engines: Engines = Depends(ready_engines)
+    body: SpeechRequest, request: Request, hearth: Hearth = Depends(ready_hearth)
 ) -> StreamingResponse:
     """Audio of ``input`` (wav, flac, mp3, opus, aac, pcm) at 24 kHz, streamed as each
     sentence is spoken. OpenAI voice names mean the default voice."""
-    tts = require(engines.tts, "TTS")
+    require(hearth.speaks, "TTS")
     fmt = output_format(body.response_format)
-    options = synthesis_options(
-        engines, body.voice, OPENAI_VOICES, speed=body.speed, sample_rate=SPEECH_RATE
+    options = hearth.resolve_voice(
+        body.voice, OPENAI_VOICES, speed=body.speed, sample_rate=SPEECH_RATE
     )
-    audio = await open_speech(tts, body.input, options, fmt)
+    audio = await hearth.open_speech(body.input, options, fmt)
     return StreamingResponse(audio.chunks, media_type=fmt.media_type)
 
 
@@ -210,7 +207,7 @@ def chat_messages(raw: list[dict[str, Any]]) -> list[ChatMessage]:
     ),
 )
 async def chat_completions(
-    body: ChatRequest, request: Request, engines: Engines = Depends(ready_engines)
+    body: ChatRequest, request: Request, hearth: Hearth = Depends(ready_hearth)
 ) -> Response:
     """A reply from the configured LLM (local or remote); ``stream`` sends SSE chunks.
 
@@ -219,27 +216,25 @@ async def chat_completions(
     """
     timeout_s = config_of(request).limits.request_timeout_s
     deadline = asyncio.get_running_loop().time() + timeout_s
-    chat: ChatService = require(engines.chat, "LLM")
+    require(hearth.chats, "LLM")
     messages = chat_messages(body.messages)
-    base = chat.settings.sampling
-    sampling = replace(
-        base,
-        temperature=base.temperature if body.temperature is None else body.temperature,
-        top_p=base.top_p if body.top_p is None else body.top_p,
-        max_tokens=body.max_completion_tokens or body.max_tokens or base.max_tokens,
-    )
-    model = body.model or chat.llm.name
+    llm = hearth.llm
+    assert llm is not None  # the chat service talks to it
+    model = body.model or llm.name
     reply_id = f"chatcmpl-{uuid.uuid4().hex}"
-    pieces = chat.complete(messages, sampling)
+    pieces = hearth.complete(
+        messages,
+        temperature=body.temperature,
+        top_p=body.top_p,
+        max_tokens=body.max_completion_tokens or body.max_tokens,
+    )
     try:
         async with asyncio.timeout_at(deadline):
             if body.stream:
                 first = await _first_piece(pieces)  # errors before any byte become statuses
             else:
                 text = "".join([piece async for piece in pieces])
-                prompt_tokens, completion_tokens = await asyncio.to_thread(
-                    _count_tokens, chat, messages, text
-                )
+                prompt_tokens, completion_tokens = await hearth.count_tokens(messages, text)
     except TimeoutError:
         raise timed_out(timeout_s) from None
     if body.stream:
@@ -265,11 +260,6 @@ async def chat_completions(
             },
         }
     )
-
-
-def _count_tokens(chat: ChatService, messages: list[ChatMessage], reply: str) -> tuple[int, int]:
-    """Tokens of the prompt and of the reply (blocking: a local model tokenizes)."""
-    return chat.llm.count_tokens(messages), chat.llm.count_tokens([ChatMessage("assistant", reply)])
 
 
 async def _first_piece(pieces: AsyncIterator[str]) -> str | None:
@@ -327,16 +317,16 @@ async def _chat_chunks(
 
 
 @router.get("/models", summary="Models Hearth serves")
-async def models(engines: Engines = Depends(ready_engines)) -> dict[str, Any]:
+async def models(hearth: Hearth = Depends(ready_hearth)) -> dict[str, Any]:
     """ASR models, the LLM, the TTS engine and every voice (local and remote: a voice
     is what ``/audio/speech`` takes as ``voice``), as OpenAI lists models."""
-    ids = list(engines.asr)
-    if engines.llm is not None:
-        ids.append(engines.llm.name)
+    ids = [model.name for model in hearth.asr_models()]
+    if hearth.llm is not None:
+        ids.append(hearth.llm.name)
     owners = dict.fromkeys(ids, "hearth")
-    if engines.tts is not None:
+    if hearth.speaks:
         owners.setdefault("piper", "hearth")
-        for voice in await engines.voices.list_async():
+        for voice in await hearth.list_voices():
             owner = f"hearth:{voice.remote.group}" if voice.remote is not None else "hearth"
             owners.setdefault(voice.name, owner)
     return {

@@ -21,12 +21,12 @@ import uvicorn
 from daemon import __version__
 from daemon.config import Config
 from daemon.ops.inflight import InFlight
-from protocols.http.requestline import repair_request_line
 from protocols.listener import Announcement, Drained
+from protocols.patches.requestline import repair_request_line
 from protocols.patches.uvicorn import DaemonServer
 
 if TYPE_CHECKING:
-    from daemon.runtime.engines import Engines
+    from daemon.runtime.facade import Hearth
 
 __all__ = ["HttpListener", "repair_request_line"]
 
@@ -136,12 +136,12 @@ class HttpListener:
             for task in pending:
                 task.cancel()
 
-    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
+    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
         """Routes read the live config per request; the connection limits apply at once."""
         self.config = config
         for server in self._servers:
             server.set_limits(config.http.header_timeout_s, config.http.max_connections)
-        if engines is None:
+        if hearth is None:
             return lambda: True
         # Requests that began before this generation run on the previous engines.
         self.inflight.generation += 1

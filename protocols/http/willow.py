@@ -9,7 +9,6 @@ uploaded file.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import time
@@ -20,20 +19,23 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import UploadFile as StarletteUpload
 from starlette.requests import ClientDisconnect
 
 from daemon.audio.decode import BodyDecoder, PcmBody, WavBody, body_decoder
 from daemon.audio.pcm import AudioFormat
 from daemon.config import Config
 from daemon.engines.asr.base import TranscribeOptions
-from daemon.errors import InvalidAudio
+from daemon.errors import InvalidAudio, InvalidRequest
 from daemon.ops.storage import writing
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
+from daemon.runtime.profiles import Profile
+from daemon.speakers.service import SpeakerService
 from daemon.speech.events import FinalTranscript
-from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
-from daemon.speech.transcribe import decode_upload, speedup, transcribe_samples, translate_audio
+from daemon.speech.session import SpeechSession
+from daemon.speech.transcribe import decode_upload, speedup
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_engines
+from protocols.http.common import config_of, ready_hearth
 from protocols.http.errors import HttpError, timed_out
 from protocols.http.names import WIS_MODELS, asr_model_name
 from protocols.http.willow_audio import parse_audio_headers
@@ -67,45 +69,46 @@ class AsrQuery:
         self.model = model
         self.options = transcribe_options(beam_size, detect_language, force_language)
 
-    def model_name(self, engines: Engines) -> str | None:
+    def model_name(self, hearth: Hearth) -> str | None:
         """The configured model to use (None, or a WIS size name: the default)."""
-        return asr_model_name(engines, self.model, WIS_MODELS)
+        return asr_model_name(hearth, self.model, WIS_MODELS)
 
 
-def willow_settings(engines: Engines, config: Config, turn: bool = False) -> SessionSettings:
-    """Session settings for device uploads, which end soon after the speaker pauses.
+def willow_session(hearth: Hearth, query: AsrQuery, turn: bool = False) -> SpeechSession:
+    """A speech session for one device upload (no partial transcripts).
 
     A device ends its upload itself (its own VAD), so the turn model is only asked
-    with ``turn`` (a speech-to-speech upload that may stream on after the turn)."""
-    base = engines.session_settings
-    device = dataclasses.replace(
-        base,
-        padding_s=config.willow.padding_ms / 1000,
-        endpoint=dataclasses.replace(base.endpoint, turn=turn and base.endpoint.turn),
-    )
-    # The device ends the upload, as a button does: speculate early.
-    return device.push_to_talk(config.willow.speculative_silence_ms / 1000)
+    with ``turn`` (a speech-to-speech upload that may stream on after the turn).
+    """
+    profile = Profile.WILLOW_TURN if turn else Profile.WILLOW_UPLOAD
+    return hearth.open_session(profile, query.model_name(hearth), query.options, partials=False)
 
 
-def willow_session(
-    engines: Engines, config: Config, query: AsrQuery, turn: bool = False
-) -> SpeechSession:
-    """A speech session for one device upload (no partial transcripts)."""
-    return engines.new_session(
-        query.model_name(engines),
-        SessionOptions(transcribe=query.options, partials=False),
-        willow_settings(engines, config, turn),
-    )
+async def form_audio(request: Request) -> bytes | None:
+    """The multipart field ``audio_file`` (as WIS sends it); None if not multipart."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return None
+    form = await request.form(max_files=1, max_fields=8)
+    upload = form.get("audio_file")
+    if not isinstance(upload, StarletteUpload):  # fastapi's is a subclass
+        raise InvalidRequest("send the recording as the multipart field 'audio_file'")
+    return await upload.read()
+
+
+def upload_decoder(request: Request, config: Config) -> BodyDecoder:
+    """The body decoder for an upload described by ``x-audio-*`` headers (a bad header
+    fails here, before any session opens)."""
+    limits = config.limits
+    codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
+    return body_decoder(codec, fmt, limits.max_audio_s)
 
 
 def upload_session(
-    request: Request, engines: Engines, config: Config, query: AsrQuery, turn: bool = False
+    request: Request, hearth: Hearth, config: Config, query: AsrQuery, turn: bool = False
 ) -> tuple[SpeechSession, BodyDecoder]:
     """The session and body decoder for an upload described by ``x-audio-*`` headers."""
-    limits = config.limits
-    codec, fmt = parse_audio_headers(request.headers, limits.max_sample_rate, limits.max_channels)
-    session = willow_session(engines, config, query, turn)
-    return session, body_decoder(codec, fmt, limits.max_audio_s)
+    decoder = upload_decoder(request, config)
+    return willow_session(hearth, query, turn), decoder
 
 
 async def feed_body(
@@ -201,7 +204,7 @@ def save_upload(config: Config, fmt: AudioFormat, parts: list[bytes]) -> Path:
 @router.post("/api/willow", summary="Speech from a Willow device (chunked, real time)")
 async def willow(
     request: Request,
-    engines: Engines = Depends(ready_engines),
+    hearth: Hearth = Depends(ready_hearth),
     query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
     stats: bool = Query(False, description="add infer_time, infer_speedup, audio_duration"),
@@ -215,13 +218,14 @@ async def willow(
     Headers: ``x-audio-codec`` (pcm, wav, amrwb, or anything PyAV decodes) and, for
     pcm, ``x-audio-sample-rate``, ``x-audio-bits``, ``x-audio-channel``.
     """
-    if voice_auth and engines.speakers is None:
+    speakers = hearth.speakers
+    if voice_auth and speakers is None:
         # Fail closed, before the upload: verification is off or its model did not load.
         raise HttpError("voice-not-authorized", "speaker verification is off (speakers.enabled)")
     config = config_of(request)
     limits = config.limits
     options = query.options
-    session, decoder = upload_session(request, engines, config, query)
+    session, decoder = upload_session(request, hearth, config, query)
     kept: list[bytes] | None = [] if save_audio and config.willow.save_audio else None
     reading = asyncio.ensure_future(final_transcript(session))
     try:
@@ -233,13 +237,13 @@ async def willow(
             translation = None
             verified = None
             audio = await session.utterance_audio() if voice_auth or translate else None
-            if voice_auth:
-                verified = await verify_speaker(engines, audio)
+            if voice_auth and speakers is not None:  # None: refused above
+                verified = await verify_speaker(speakers, audio)
             if translate:
                 translation = (
                     final.text
                     if audio is None
-                    else await translate_audio(engines, session.asr, audio, options, final.text)
+                    else await hearth.translate(session, audio, options, final.text)
                 )
     except ClientDisconnect:
         _LOGGER.info("A Willow upload was cut off before its end; nothing to answer")
@@ -272,21 +276,20 @@ async def willow(
     return JSONResponse(body)
 
 
-async def verify_speaker(engines: Engines, audio: Any) -> dict[str, Any]:
+async def verify_speaker(speakers: SpeakerService, audio: Any) -> dict[str, Any]:
     """WIS's ``voice_auth`` and ``speaker_status`` for an enrolled speaker's voice.
 
     Raises:
         HttpError: 406 ``voice-not-authorized`` for any other voice, no voice at all, or
             nobody enrolled (closed by default, as WIS).
     """
-    assert engines.speakers is not None
     if audio is None:
         raise HttpError("voice-not-authorized", "no voice heard to verify")
-    match = await engines.speakers.identify(audio)
+    match = await speakers.identify(audio)
     if match.name is None:
         _LOGGER.info("Willow: voice_auth refused (no enrolled speaker matched)")
         raise HttpError("voice-not-authorized", "Unauthorized voice")
-    threshold = engines.speakers.settings.threshold
+    threshold = speakers.settings.threshold
     scores = {name: f"{score:.3f}" for name, score in match.scores.items() if score >= threshold}
     return {"voice_auth": scores, "speaker_status": f"I heard {match.name} say:"}
 
@@ -295,21 +298,21 @@ async def verify_speaker(engines: Engines, audio: Any) -> dict[str, Any]:
 async def asr(
     request: Request,
     audio_file: UploadFile,
-    engines: Engines = Depends(ready_engines),
+    hearth: Hearth = Depends(ready_hearth),
     query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
 ) -> JSONResponse:
     """Multipart ``audio_file`` in any format PyAV reads; answers text and timings."""
     limits = config_of(request).limits
     options = query.options
-    name = query.model_name(engines)
+    name = query.model_name(hearth)
     # An unknown model or language fails before the upload is decoded.
-    engines.asr_model(name).check_options(options)
+    hearth.check_transcribe(name, options)
     data = await audio_file.read()
     try:
         async with asyncio.timeout(limits.request_timeout_s):
             samples = await decode_upload(data, limits.max_file_audio_s)
-            result = await transcribe_samples(engines, samples, name, options, translate)
+            result = await hearth.transcribe_file(samples, name, options, translate)
     except TimeoutError:
         raise timed_out(limits.request_timeout_s) from None
     body = wis_response(

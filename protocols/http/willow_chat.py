@@ -9,10 +9,9 @@ import uuid
 from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisconnect
 
 from daemon.errors import HearthError
-from daemon.runtime.engines import Engines
-from daemon.speech.chat import ChatService
+from daemon.runtime.facade import Hearth
 from protocols.http.auth import check_api_key, require_api_key
-from protocols.http.common import config_of, ready_engines, require, service_of
+from protocols.http.common import config_of, ready_hearth, require, service_of
 from protocols.http.errors import timed_out
 
 _LOGGER = logging.getLogger(__name__)
@@ -26,14 +25,14 @@ async def chatbot(
     request: Request,
     text: str = Query(..., description="the prompt"),
     conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
-    engines: Engines = Depends(ready_engines),
+    hearth: Hearth = Depends(ready_hearth),
 ) -> dict[str, str]:
     """``{"response": ...}``: the LLM's whole reply, within ``limits.request_timeout_s``."""
-    chat: ChatService = require(engines.chat, "LLM")
+    require(hearth.chats, "LLM")
     timeout_s = config_of(request).limits.request_timeout_s
     try:
         async with asyncio.timeout(timeout_s):
-            reply = "".join([piece async for piece in chat.chat(conversation_id, text)])
+            reply = "".join([piece async for piece in hearth.chat(conversation_id, text)])
     except TimeoutError:
         raise timed_out(timeout_s) from None
     return {"response": reply.strip()}
@@ -52,18 +51,18 @@ async def ws_chatbot(websocket: WebSocket) -> None:
     except HearthError:
         await websocket.close(code=1008, reason="a valid API key is required")
         return
-    engines = service_of(websocket).engines
-    if engines is None or engines.chat is None:
+    # The connection keeps the facade it opened with (and so its conversation's LLM).
+    hearth = service_of(websocket).hearth
+    if hearth is None or not hearth.chats:
         await websocket.close(code=1013, reason="Hearth is still loading its engines")
         return
-    chat = engines.chat
     await websocket.accept()
     conversation = uuid.uuid4().hex
     try:
         while True:
             text = await websocket.receive_text()
             try:
-                await _reply(websocket, chat, conversation, text)
+                await _reply(websocket, hearth, conversation, text)
             except HearthError as exc:
                 await websocket.send_text(f"error: {exc.code}: {exc.message}")
             await websocket.send_text(END_OF_REPLY)
@@ -71,11 +70,11 @@ async def ws_chatbot(websocket: WebSocket) -> None:
         _LOGGER.debug("Chat WebSocket closed")
 
 
-async def _reply(websocket: WebSocket, chat: ChatService, conversation: str, text: str) -> None:
+async def _reply(websocket: WebSocket, hearth: Hearth, conversation: str, text: str) -> None:
     """Stream one reply; ``timeout`` when it runs past ``limits.request_timeout_s``."""
     timeout_s = config_of(websocket).limits.request_timeout_s
     deadline = asyncio.get_running_loop().time() + timeout_s
-    pieces = chat.chat(conversation, text)
+    pieces = hearth.chat(conversation, text)
     while True:
         # Only the wait for the LLM is timed: a slow reader is the socket's business.
         try:

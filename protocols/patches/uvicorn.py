@@ -4,7 +4,7 @@
   ``on_message_begin``/``on_message_complete`` to know where a request line starts):
   Willow devices append the text to speak to their TTS URL without encoding it
   (``GET /api/tts?text=Turn on the light. HTTP/1.1``), which httptools refuses with
-  400. The request line is repaired (:func:`protocols.http.requestline.repair_request_line`)
+  400. The request line is repaired (:func:`protocols.patches.requestline.repair_request_line`)
   before httptools parses it, as nginx in front of WIS tolerated it. A request line
   ending in a bare LF is refused with 400 at once (httptools refuses one itself; the
   line is held here until its CRLF, which would never come).
@@ -36,8 +36,7 @@ from collections.abc import Iterator
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from protocols.http.errors import error_body
-from protocols.http.requestline import MAX_TARGET, repair_request_line, too_long_response
+from protocols.patches.requestline import MAX_TARGET, repair_request_line, too_long_response
 from protocols.patches import Patch, usable
 
 _LOGGER = logging.getLogger(__name__)
@@ -133,7 +132,9 @@ GUARD_PATCHES = (
 
 def raw_error(status: int, reason: str, code: str, message: str, retry: bool = False) -> bytes:
     """A complete JSON error response that closes the connection, as the app would answer."""
-    body = json.dumps(error_body("", code, message)).encode()
+    # The app's error body for a route outside /v1/ (protocols.http.errors.error_body;
+    # a test holds the two equal): this layer answers before any route is known.
+    body = json.dumps({"error": message, "code": code, "detail": message}).encode()
     retry_after = b"retry-after: 1\r\n" if retry else b""
     return (
         b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"

@@ -28,7 +28,7 @@ from aiortc import (
 
 from daemon.config import Config, WebRtcConfig
 from daemon.errors import Busy, InvalidRequest
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from protocols.listener import Announcement, Drained
 from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
@@ -48,9 +48,10 @@ class RtcManager:
     name = "webrtc"
     early = False
 
-    def __init__(self, config: WebRtcConfig, engines: Callable[[], Engines]) -> None:
+    def __init__(self, config: WebRtcConfig, hearth: Callable[[], Hearth]) -> None:
         self.config = config
-        self._engines = engines
+        self._hearth = hearth
+        """The engines in use now, as a facade (ModelUnavailable while loading)."""
         self.sessions: dict[str, RtcSession] = {}
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
         self._reaper: asyncio.Task[None] | None = None
@@ -85,9 +86,9 @@ class RtcManager:
             raise Busy(
                 f"too many WebRTC sessions (webrtc.max_sessions is {self.config.max_sessions})"
             )
-        self._engines()  # not ready yet: fail before any work
+        self._hearth()  # not ready yet: fail before any work
         pc = RTCPeerConnection(self._rtc_configuration())
-        session = RtcSession(uuid.uuid4().hex[:12], pc, self._engines)
+        session = RtcSession(uuid.uuid4().hex[:12], pc, self._hearth)
         self.sessions[session.id] = session
 
         @pc.on("datachannel")
@@ -197,9 +198,9 @@ class RtcManager:
         so waiting for it to end would only delay the stop."""
         await self.close()
 
-    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
+    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
         """WebRTC settings need a restart; new engines are announced to every session."""
-        if engines is None:
+        if hearth is None:
             return lambda: True
         running = [s for s in self.sessions.values() if _session_busy(s)]
         for session in list(self.sessions.values()):

@@ -4,12 +4,13 @@ A connection may carry many requests one after another (satellites keep theirs
 open) or just one (Home Assistant connects per request). Failures become an
 ``error`` event with the HearthError's stable code.
 
-Home Assistant's clients ignore ``error``: they read until the event that ends
-their request (``transcript``, ``audio-stop``, ``handled``) or until the
-connection closes. So after an error the server ends what the client waits for
-the only way every client understands, as the reference servers do: it sends the
-``error``, closes its side (the client reads EOF at once), reads and drops what
-the client still sends for at most LINGER_S (so the error is not lost to a TCP
+Home Assistant 2024.x's clients ignore ``error``: they read until the event that
+ends their request (``transcript``, ``audio-stop``, ``handled``) or until the
+connection closes (only the newest speech-to-text client, 2026's ``stt.py``, ends
+its request at an ``error``). So after an error the server ends what the client
+waits for the only way every client understands, as the reference servers do: it
+sends the ``error``, closes its side (the client reads EOF at once), reads and drops
+what the client still sends for at most LINGER_S (so the error is not lost to a TCP
 reset), and closes. This holds for every code: ``busy``, ``invalid-audio``,
 ``unknown-model``, ``unsupported-language``, ``audio-too-long``, ``unknown-voice``,
 ``text-too-long``, ``invalid-text``, ``timeout``, ``invalid-event`` (a broken
@@ -31,7 +32,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.asr import Transcribe, Transcript, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
@@ -45,27 +46,21 @@ from wyoming.tts import (
     SynthesizeStop,
     SynthesizeStopped,
 )
-from wyoming.vad import VoiceStarted, VoiceStopped
 
 from daemon.audio.pcm import AudioFormat
 from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.asr.prompt import bias_prompt
 from daemon.engines.tts.base import SynthesisOptions
-from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.text import SentenceSplitter
 from daemon.errors import (
     HearthError,
     InvalidAudio,
     InvalidRequest,
     InvalidText,
-    RequestTimeout,
     TextTooLong,
 )
-from daemon.runtime.engines import Engines
-from daemon.speakers.service import SpeakerLookup
-from daemon.speech import events as ev
-from daemon.speech.session import SessionOptions, SpeechSession
-from protocols.wyoming.chunks import TranscriptChunker
+from daemon.runtime.facade import Hearth
+from protocols.wyoming.asr import AsrRequest
+from protocols.wyoming.errors import Reported, error_event, timed_out
 from protocols.wyoming.framing import FrameError, read_event
 from protocols.wyoming.info import build_info
 from protocols.wyoming.wake import WyomingWake
@@ -89,27 +84,8 @@ Observer = Callable[[str], None]
 """Told the outcome of each finished request: "" when it succeeded, else the error code."""
 
 
-def error_event(exc: BaseException) -> Event:
-    """The one mapping from failures to Wyoming ``error`` events."""
-    if isinstance(exc, HearthError):
-        return Error(text=exc.message, code=exc.code).event()
-    if isinstance(exc, FrameError):
-        return Error(text=exc.message, code="invalid-event").event()
-    return Error(text="internal error; see the daemon's log", code="internal-error").event()
-
-
-SPEAKER_WAIT_S = 1.0
-"""Longest a transcript waits for the speaker's name (an embedding takes about 30 ms)."""
 SELECT_PROGRAM = "select-program"
 """wyoming 1.10's choice among a server's programs (``wyoming.info.SelectProgram``)."""
-
-
-class _Reported(Exception):
-    """An error event was already sent mid-answer; the connection must close."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 class WyomingConnection:
@@ -119,7 +95,7 @@ class WyomingConnection:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        engines: Callable[[], Engines],
+        hearth: Callable[[], Hearth],
         max_event_bytes: int,
         body_timeout_s: float,
         observer: Observer | None = None,
@@ -127,15 +103,15 @@ class WyomingConnection:
         self.reader = reader
         self.observer = observer
         self.writer = writer
-        self._engines = engines
+        self._hearth = hearth
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
         self.id = uuid.uuid4().hex[:8]
-        self._asr: _AsrRequest | None = None
+        self._asr: AsrRequest | None = None
         self._transcribe = Transcribe()
         self._tts: _TtsStream | None = None
         self._handling = False
-        self._wake = WyomingWake(engines, self.write, self.id)
+        self._wake = WyomingWake(hearth, self.write, self.id)
 
     @property
     def busy(self) -> bool:
@@ -143,9 +119,9 @@ class WyomingConnection:
         return self._handling or self._asr is not None or self._tts is not None
 
     @property
-    def engines(self) -> Engines:
-        """The engines in use now."""
-        return self._engines()
+    def hearth(self) -> Hearth:
+        """The engines in use now, through the facade."""
+        return self._hearth()
 
     async def write(self, event: Event) -> None:
         """Send one event; a client that does not take it in WRITE_TIMEOUT_S is dropped."""
@@ -176,19 +152,20 @@ class WyomingConnection:
                 try:
                     self._handling = True
                     await self.handle(event)
-                    self._observe("" if ends else None)
-                except _Reported as exc:
-                    self._observe(exc.code)
+                    self.observe("" if ends else None)
+                except Reported as exc:
+                    if not exc.counted:
+                        self.observe(exc.code)
                     failed = True
                     return
                 except HearthError as exc:
-                    self._observe(exc.code)
+                    self.observe(exc.code)
                     _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
                     failed = True
                     await self.write(error_event(exc))
                     return
                 except (KeyError, TypeError, ValueError) as exc:
-                    self._observe("invalid-event")
+                    self.observe("invalid-event")
                     _LOGGER.info("[%s] malformed %s event: %r", self.id, event.type, exc)
                     problem = f"malformed '{event.type}' event ({type(exc).__name__}: {exc})"
                     failed = True
@@ -197,7 +174,7 @@ class WyomingConnection:
                 except (ConnectionError, asyncio.IncompleteReadError):
                     raise
                 except Exception as exc:  # noqa: BLE001 - the client hears an error, then EOF
-                    self._observe("internal-error")
+                    self.observe("internal-error")
                     _LOGGER.exception("[%s] %s event failed", self.id, event.type)
                     failed = True
                     await self.write(error_event(exc))
@@ -214,12 +191,14 @@ class WyomingConnection:
         """Whether handling ``event`` completes a request (for the request count)."""
         kind = event.type
         if AudioStop.is_type(kind):
-            return self._asr is not None or self._wake.active
+            # A request whose session ended the turn was counted at its transcript.
+            return (self._asr is not None and self._asr.reported is None) or self._wake.active
         if Synthesize.is_type(kind):
             return self._tts is None
         return any(t.is_type(kind) for t in (Describe, SynthesizeStop, Transcript))
 
-    def _observe(self, code: str | None) -> None:
+    def observe(self, code: str | None) -> None:
+        """Tell the observer a request's outcome (None: no request ended)."""
         if code is not None and self.observer is not None:
             self.observer(code)
 
@@ -261,14 +240,14 @@ class WyomingConnection:
         if self._wake.claims(event):
             await self._wake.handle(event)  # detect, and the audio of a detection run
         elif Describe.is_type(kind):
-            await self.write((await build_info(self.engines)).event())
+            await self.write((await build_info(self.hearth)).event())
         elif Ping.is_type(kind):
             await self.write(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(kind):
             self._transcribe = Transcribe.from_event(event)
             # An unknown model or a language it does not speak: the error comes now.
-            self.engines.asr_model(self._transcribe.name).check_options(
-                TranscribeOptions(language=self._transcribe.language or None)
+            self.hearth.check_transcribe(
+                self._transcribe.name, TranscribeOptions(language=self._transcribe.language or None)
             )
         elif AudioStart.is_type(kind):
             await self._audio_start(AudioStart.from_event(event))
@@ -314,8 +293,8 @@ class WyomingConnection:
         await self._drop_asr()
         request = self._transcribe
         self._transcribe = Transcribe()
-        self._asr = _AsrRequest(
-            self, self.engines, request, AudioFormat(start.rate, start.width, start.channels)
+        self._asr = AsrRequest(
+            self, self.hearth, request, AudioFormat(start.rate, start.width, start.channels)
         )
         await self.write(TranscriptStart(language=self._asr.language).event())
         self._asr.begin()
@@ -340,34 +319,28 @@ class WyomingConnection:
 
     # ------------------------------------------------------------------ TTS
 
-    def _synthesis_options(self, engines: Engines, voice: Any) -> SynthesisOptions:
-        if engines.tts is None:
-            raise InvalidRequest("text-to-speech is not enabled")
-        name = getattr(voice, "name", None) or None
-        language = getattr(voice, "language", None) or None
-        if name is None and language:
-            name = engines.voices.for_language(language, engines.config.tts.default_voice)
-        options = SynthesisOptions(voice=name, speaker=getattr(voice, "speaker", None) or None)
-        engines.tts.check_voice(options)
-        return options
+    def _synthesis_options(self, hearth: Hearth, voice: Any) -> SynthesisOptions:
+        return hearth.voice_for(
+            getattr(voice, "name", None) or None,
+            language=getattr(voice, "language", None) or None,
+            speaker=getattr(voice, "speaker", None) or None,
+        )
 
     async def _synthesize(self, request: Synthesize) -> None:
-        engines = self.engines  # one request, one set of engines, even across a reload
-        options = self._synthesis_options(engines, request.voice)
-        assert engines.tts is not None
-        timeout_s = engines.config.limits.request_timeout_s
+        hearth = self.hearth  # one request, one set of engines, even across a reload
+        options = self._synthesis_options(hearth, request.voice)
+        timeout_s = hearth.limits.request_timeout_s
         try:
             async with asyncio.timeout(timeout_s):
-                await _speak(self, engines.tts.stream_cached(request.text, options))
+                await _speak(self, hearth.speak(request.text, options))
         except TimeoutError:
-            raise _timed_out(timeout_s) from None
+            raise timed_out(timeout_s) from None
 
     async def _synthesize_start(self, start: SynthesizeStart) -> None:
         await self._drop_tts()
-        engines = self.engines
-        options = self._synthesis_options(engines, start.voice)
-        assert engines.tts is not None
-        self._tts = _TtsStream(self, engines.tts, options, engines.config.limits.request_timeout_s)
+        hearth = self.hearth
+        options = self._synthesis_options(hearth, start.voice)
+        self._tts = _TtsStream(self, hearth, options, hearth.limits.request_timeout_s)
 
     async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
         if self._tts is None:
@@ -390,8 +363,8 @@ class WyomingConnection:
     # ------------------------------------------------------------------ conversation
 
     async def _handle_text(self, event: Event) -> None:
-        chat = self.engines.chat  # read once: the request keeps it across a reload
-        if chat is None:
+        hearth = self.hearth  # read once: the request keeps it across a reload
+        if not hearth.chats:
             raise InvalidRequest("the conversation agent (LLM) is not enabled")
         text = event.data.get("text")
         if not isinstance(text, str):
@@ -399,7 +372,7 @@ class WyomingConnection:
         raw_context = event.data.get("context")
         context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
         conversation_id = str(context.get("conversation_id") or "")[:128]
-        stream = chat.chat(conversation_id, text)
+        stream = hearth.chat(conversation_id, text)
         # The first piece validates the prompt: a bad one is an error before any output.
         first = await anext(stream, "")
         await self.write(HandledStart(context=context or None).event())
@@ -416,7 +389,7 @@ class WyomingConnection:
             _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
             await self.write(error_event(exc))
             await self.write(HandledStop().event())
-            raise _Reported(exc.code) from exc
+            raise Reported(exc.code) from exc
         await self.write(Handled(text="".join(parts).strip(), context=context or None).event())
         await self.write(HandledStop().event())
 
@@ -441,118 +414,23 @@ async def _speak(conn: WyomingConnection, blocks: Any) -> None:
         await conn.write(AudioStop().event())
 
 
-def _timed_out(seconds: float) -> RequestTimeout:
-    return RequestTimeout(f"the request took longer than {seconds:g} s (limits.request_timeout_s)")
-
-
-class _AsrRequest:
-    """One transcribe request: a speech session, and a task that forwards its events."""
-
-    def __init__(
-        self, conn: WyomingConnection, engines: Engines, request: Transcribe, fmt: AudioFormat
-    ) -> None:
-        self.conn = conn
-        options = SessionOptions(
-            transcribe=TranscribeOptions(
-                language=request.language or None,
-                # wyoming 1.10: the house's names and terms bias the decode.
-                initial_prompt=bias_prompt(request.transcript_names, request.transcript_terms),
-            ),
-            partials=engines.partials,
-        )
-        self.session: SpeechSession = engines.new_session(request.name, options)
-        self.session.start(fmt)
-        self.language = self.session.language
-        self.timeout_s = engines.config.limits.request_timeout_s
-        self.chunker = TranscriptChunker()
-        self._task: asyncio.Task[None] | None = None
-        self.speaker = SpeakerLookup(engines.speakers)
-        """Who is speaking, found beside the decode once the utterance has ended."""
-
-    def begin(self) -> None:
-        """Forward the session's events from now on (after ``transcript-start``)."""
-        self._task = asyncio.create_task(self._forward(), name=f"wyoming-asr-{self.conn.id}")
-        self._task.add_done_callback(self._forwarding_ended)
-
-    def _forwarding_ended(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            if isinstance(exc, ConnectionError):
-                _LOGGER.debug("[%s] connection lost while forwarding", self.conn.id)
-            else:
-                _LOGGER.error("[%s] forwarding speech events failed", self.conn.id, exc_info=exc)
-
-    async def feed(self, fmt: AudioFormat, pcm: bytes) -> None:
-        self.session.start(fmt)
-        if pcm:
-            await self.session.feed(pcm)
-
-    async def finish(self) -> None:
-        """Audio is over: the final transcript is written within the request deadline."""
-        assert self._task is not None
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                await self.session.finish()
-                await self._task  # it writes the final transcript, then ends
-        except TimeoutError:
-            raise _timed_out(self.timeout_s) from None
-
-    async def _identify(self) -> None:
-        """Start finding who speaks in the utterance, once."""
-        if self.speaker.service is not None and not self.speaker.started:
-            self.speaker.start(await self.session.utterance_audio())
-
-    async def close(self) -> None:
-        """End the session and the forwarding task (safe to call more than once)."""
-        self.speaker.cancel()
-        await self.session.close()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _forward(self) -> None:
-        async for event in self.session.events():
-            if isinstance(event, ev.VoiceStarted):
-                await self.conn.write(VoiceStarted(timestamp=event.at_ms).event())
-            elif isinstance(event, ev.VoiceStopped):
-                await self.conn.write(VoiceStopped(timestamp=event.at_ms).event())
-                await self._identify()
-            elif isinstance(event, ev.PartialTranscript):
-                delta = self.chunker.partial(event.text)
-                if delta:
-                    await self.conn.write(TranscriptChunk(text=delta).event())
-            elif isinstance(event, ev.FinalTranscript):
-                delta = self.chunker.final(event.text)
-                if delta:
-                    await self.conn.write(TranscriptChunk(text=delta).event())
-                transcript = Transcript(text=event.text, language=event.language).event()
-                if event.text:
-                    await self._identify()  # when no voice-stopped came first
-                    match = await self.speaker.match(SPEAKER_WAIT_S)
-                    if match is not None and match.name is not None:
-                        # Beyond the protocol: clients that do not know the field ignore it.
-                        transcript.data["speaker"] = match.name
-                await self.conn.write(transcript)
-                await self.conn.write(TranscriptStop().event())
-
-
 class _TtsStream:
     """Streaming synthesis: text arrives in pieces, audio leaves per sentence."""
 
     def __init__(
         self,
         conn: WyomingConnection,
-        tts: TtsService,
+        hearth: Hearth,
         options: SynthesisOptions,
         timeout_s: float,
     ) -> None:
         self.conn = conn
-        self.tts = tts
+        self.hearth = hearth
         self.options = options
         self.timeout_s = timeout_s
         self.splitter = SentenceSplitter()
         self.chars = 0
-        self.max_chars = tts.max_text_chars
+        self.max_chars = hearth.limits.max_text_chars
         self.queue: asyncio.Queue[str | None] = asyncio.Queue(MAX_QUEUED_SENTENCES + 1)
         self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
         self.error: HearthError | None = None
@@ -585,7 +463,7 @@ class _TtsStream:
                 await self.task
         except TimeoutError:
             await self.cancel()
-            raise _timed_out(self.timeout_s) from None
+            raise timed_out(self.timeout_s) from None
         if self.error is not None:
             raise self.error
 
@@ -607,7 +485,7 @@ class _TtsStream:
             if self.error is not None:
                 continue
             try:
-                await _speak(self.conn, self.tts.stream_cached(sentence, self.options))
+                await _speak(self.conn, self.hearth.speak(sentence, self.options))
             except InvalidText:
                 continue  # a "sentence" with nothing speakable (e.g. only punctuation)
             except HearthError as exc:

@@ -7,6 +7,11 @@ Home Assistant titles the integration entry and its discovery card with the name
 the first installed program, and names each entity after its program. Every program
 therefore carries the name Hearth announces over mDNS (``mdns.name``, default "Hearth
 on <hostname>"), and the descriptions tell them apart.
+
+Home Assistant 2026 takes its audio settings from the first ASR program (wyoming 1.10):
+``requires_external_vad`` false makes it skip its own voice-command segmenter and let
+Hearth end the turn (:mod:`protocols.wyoming.asr`); the two ``prefers_*`` flags ask it
+not to process the audio first (see :data:`PREFERS_PROCESSED_AUDIO`).
 """
 
 from __future__ import annotations
@@ -26,30 +31,39 @@ from wyoming.info import (
 )
 
 from daemon import __version__
-from daemon.ops.mdns import instance_name
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
+from daemon.runtime.profiles import Profile
 
 HEARTH = Attribution(name="Hearth", url="")
 WHISPER = Attribution(
     name="OpenAI Whisper (faster-whisper)", url="https://github.com/openai/whisper"
 )
+PREFERS_PROCESSED_AUDIO = False
+"""Whether Hearth asks Home Assistant for automatic gain and noise reduction: no, for
+either. Whisper was trained on unprocessed audio from the web, noise included, and
+noise suppression leaves artefacts it was never trained on; Silero VAD is trained on
+noisy audio too. Automatic gain lifts the noise floor in the pauses, which is exactly
+where the VAD and the turn model decide whether the speaker has finished. Home
+Assistant dropped its own WebRTC gain and noise suppression in 2024.8 (core#122861)
+after Whisper did as well on unfiltered audio."""
 
 
-async def build_info(engines: Engines) -> Info:
+async def build_info(hearth: Hearth) -> Info:
     """Every ASR model, every voice in the store, and the LLM as a handler."""
     # The store is read afresh (a voice just added shows up), in a worker thread.
-    store = await engines.voices.list_async()
-    title = instance_name(engines.config.mdns)
+    store = await hearth.list_voices()
+    title = hearth.display_name
+    models = hearth.asr_models()
     asr_models = [
         AsrModel(
-            name=name,
+            name=model.name,
             attribution=WHISPER,
             installed=True,
-            description=f"Whisper {name} on {model.device}",
+            description=f"Whisper {model.name} on {model.device}",
             version=__version__,
             languages=list(model.languages),
         )
-        for name, model in engines.asr.items()
+        for model in models
     ]
     voices = [
         TtsVoice(
@@ -73,13 +87,17 @@ async def build_info(engines: Engines) -> Info:
                 version=__version__,
                 models=asr_models,
                 supports_transcript_streaming=True,
+                # False: Hearth ends each request's turn itself (wyoming.end_of_turn).
+                requires_external_vad=not hearth.ends_turns(Profile.WYOMING_REQUEST),
+                prefers_auto_gain_enabled=PREFERS_PROCESSED_AUDIO,
+                prefers_noise_reduction_enabled=PREFERS_PROCESSED_AUDIO,
             )
         ],
         tts=[
             TtsProgram(
                 name=title,
                 attribution=HEARTH,
-                installed=engines.tts is not None and bool(voices),
+                installed=hearth.speaks and bool(voices),
                 description="Hearth text-to-speech (Piper)",
                 version=__version__,
                 voices=voices,
@@ -87,8 +105,9 @@ async def build_info(engines: Engines) -> Info:
             )
         ],
     )
-    if engines.llm is not None:
-        languages = sorted({lang for m in engines.asr.values() for lang in m.languages})
+    llm = hearth.llm
+    if llm is not None:
+        languages = sorted({lang for m in models for lang in m.languages})
         info.handle = [
             HandleProgram(
                 name=title,
@@ -98,10 +117,10 @@ async def build_info(engines: Engines) -> Info:
                 version=__version__,
                 models=[
                     HandleModel(
-                        name=engines.llm.name,
+                        name=llm.name,
                         attribution=HEARTH,
                         installed=True,
-                        description=f"{engines.llm.name} on {engines.llm.device}",
+                        description=f"{llm.name} on {llm.device}",
                         version=__version__,
                         languages=languages or ["en"],
                     )
@@ -109,8 +128,8 @@ async def build_info(engines: Engines) -> Info:
                 supports_handled_streaming=True,
             )
         ]
-    if engines.wake is not None:
-        info.wake = [await _wake_program(engines, title)]
+    if hearth.wakes:
+        info.wake = [await _wake_program(hearth, title)]
     return info
 
 
@@ -118,15 +137,13 @@ MICRO_WAKE = Attribution(name="microWakeWord", url="https://github.com/kahrendt/
 OPEN_WAKE = Attribution(name="openWakeWord", url="https://github.com/dscripka/openWakeWord")
 
 
-async def _wake_program(engines: Engines, title: str) -> WakeProgram:
+async def _wake_program(hearth: Hearth, title: str) -> WakeProgram:
     """The wake models: built-in ones and the custom folder as it is now."""
-    wake = engines.wake
-    assert wake is not None
-    await engines.wake_pool.run(wake.refresh)  # a model just dropped in shows up
+    models = await hearth.wake_models()  # a model just dropped in shows up
     return WakeProgram(
         name=title,
         attribution=HEARTH,
-        installed=bool(wake.models),
+        installed=bool(models),
         description="Hearth wake-word detection (microWakeWord, openWakeWord)",
         version=__version__,
         models=[
@@ -139,6 +156,6 @@ async def _wake_program(engines: Engines, title: str) -> WakeProgram:
                 languages=list(m.languages),
                 phrase=m.phrase,
             )
-            for m in wake.models.values()
+            for m in models
         ],
     )

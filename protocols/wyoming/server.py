@@ -28,7 +28,7 @@ from wyoming.error import Error
 from wyoming.event import async_write_event
 
 from daemon.config import Config
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from protocols.listener import Announcement, Drained
 from protocols.wyoming.framing import MAX_HEADER_BYTES
 from protocols.wyoming.handler import Observer, WyomingConnection
@@ -67,7 +67,7 @@ class WyomingServer:
     def __init__(
         self,
         uri: str,
-        engines: Callable[[], Engines],
+        hearth: Callable[[], Hearth],
         max_connections: int,
         max_event_bytes: int,
         body_timeout_s: float,
@@ -76,7 +76,7 @@ class WyomingServer:
     ) -> None:
         self.uri = uri
         self.observer = observer
-        self._engines = engines
+        self._hearth = hearth
         self.max_connections = max_connections
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
@@ -89,12 +89,12 @@ class WyomingServer:
 
     @classmethod
     def from_config(
-        cls, config: Config, engines: Callable[[], Engines], observer: Observer | None = None
+        cls, config: Config, hearth: Callable[[], Hearth], observer: Observer | None = None
     ) -> WyomingServer:
         """The listener ``config`` describes (``wyoming.*``, ``limits.request_timeout_s``)."""
         return cls(
             config.wyoming.uri,
-            engines,
+            hearth,
             max_connections=config.wyoming.max_connections,
             max_event_bytes=config.wyoming.max_event_bytes,
             body_timeout_s=config.limits.request_timeout_s,
@@ -119,13 +119,13 @@ class WyomingServer:
         """Open connections."""
         return {"wyoming": self.connections}
 
-    def reconfigure(self, config: Config, engines: Engines | None) -> Drained:
+    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
         """Apply the live limits; the check covers the requests running now."""
         self.max_connections = config.wyoming.max_connections
         self.max_event_bytes = config.wyoming.max_event_bytes
         self.body_timeout_s = config.limits.request_timeout_s
         self.idle_timeout_s = config.wyoming.idle_timeout_s
-        if engines is None:
+        if hearth is None:
             return lambda: True
         # A connection reads the engines per request: only the running ones hold old ones.
         running = self.busy_connections()
@@ -217,7 +217,7 @@ class WyomingServer:
             writer.close()
             return
         connection = WyomingConnection(
-            reader, writer, self._engines, self.max_event_bytes, self.body_timeout_s, self.observer
+            reader, writer, self._hearth, self.max_event_bytes, self.body_timeout_s, self.observer
         )
         task = asyncio.current_task()
         assert task is not None

@@ -21,7 +21,7 @@ from wyoming.wake import Detect, Detection, NotDetected
 
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import InvalidAudio, InvalidRequest
-from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from daemon.speech.wake_gate import Heard, WakeListener
 
 _LOGGER = logging.getLogger(__name__)
@@ -34,11 +34,11 @@ class WyomingWake:
 
     def __init__(
         self,
-        engines: Callable[[], Engines],
+        hearth: Callable[[], Hearth],
         write: Callable[[Event], Awaitable[None]],
         conn_id: str,
     ) -> None:
-        self._engines = engines
+        self._hearth = hearth
         self._write = write
         self._id = conn_id
         self._listener: WakeListener | None = None
@@ -73,9 +73,8 @@ class WyomingWake:
 
     async def _detect(self, detect: Detect) -> None:
         await self.close()
-        engines = self._engines()
-        wake = engines.wake
-        if wake is None:
+        hearth = self._hearth()
+        if not hearth.wakes:
             raise InvalidRequest("wake-word detection is not enabled (wake.enabled)")
         names = list(detect.names) if detect.names else None
         if names is not None and (
@@ -83,16 +82,10 @@ class WyomingWake:
         ):
             raise InvalidRequest(f"'detect' names must be at most {MAX_NAMES} model names")
         # A custom model dropped into the folder since the last look counts now.
-        await engines.wake_pool.run(wake.refresh)
-        wake.check_names(names)
-        stream = await engines.wake_pool.run(wake.stream, names)
-        limits = engines.config.limits
-        self._listener = WakeListener(
-            stream, engines.wake_pool, limits.max_sample_rate, limits.max_channels
-        )
+        self._listener = await hearth.open_wake(names)
         self._detected = False
         self._origin = 0
-        _LOGGER.debug("[%s] detecting %s", self._id, ", ".join(stream.names))
+        _LOGGER.debug("[%s] detecting %s", self._id, ", ".join(self._listener.stream.names))
 
     async def _start(self, fmt: AudioFormat) -> None:
         listener = self._listener

@@ -29,3 +29,54 @@ def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
     assert any("daemon.engines.bad -> daemon.runtime.engines: upward" in p for p in problems)
     assert any("daemon.engines.bad -> daemon.service: upward" in p for p in problems)
     assert any(p.startswith("daemon.stray: a module directly in daemon/") for p in problems)
+
+
+def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
+    assert import_graph.protocol_room_of("protocols.http.willow") == "http"
+    assert import_graph.protocol_room_of("protocols.listener") == "base"
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    files = {
+        "daemon/__init__.py": "",
+        "daemon/service.py": "",
+        "daemon/runtime/__init__.py": "",
+        "daemon/runtime/engines.py": "",
+        "daemon/runtime/facade.py": "",
+        "daemon/engines/__init__.py": "",
+        "daemon/engines/asr/__init__.py": "",
+        "daemon/engines/asr/base.py": "",
+        "daemon/engines/asr/whisper.py": "",
+        "protocols/__init__.py": "",
+        "protocols/listener.py": "",
+        "protocols/patches/__init__.py": "",
+        "protocols/patches/lib.py": "from protocols.http import errors\n",
+        "protocols/http/__init__.py": "",
+        "protocols/http/errors.py": "",
+        "protocols/http/app.py": (
+            "from protocols.webrtc import manager\nfrom protocols import listener\n"
+            "from daemon.runtime.facade import Hearth\n"
+            "from daemon.engines.asr.base import Transcript\n"
+        ),
+        "protocols/webrtc/__init__.py": "",
+        "protocols/webrtc/manager.py": "from protocols.http import errors\n",
+        "protocols/wyoming/__init__.py": "",
+        "protocols/wyoming/handler.py": (
+            "from daemon.runtime.engines import Engines\n"
+            "from daemon.engines.asr.whisper import WhisperModel\n"
+            "from protocols.webrtc import routes\n"
+        ),
+        "protocols/webrtc/routes.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    _, problems = import_graph.check()
+    found = "\n".join(problems)
+    assert "protocols.patches.lib -> protocols.http.errors: upward" in found
+    assert "protocols.webrtc.manager -> protocols.http.errors: upward" in found
+    assert "protocols.wyoming.handler -> protocols.webrtc.routes: " in found
+    assert "siblings" in found
+    assert "protocols.wyoming.handler -> daemon.runtime.engines: protocols reach" in found
+    assert "protocols.wyoming.handler -> daemon.engines.asr.whisper: protocols reach" in found
+    # Downward, and through the door: nothing to say about the HTTP app.
+    assert not any(p.startswith("protocols.http.app ") for p in problems)
+    assert len(problems) == 5, problems

@@ -19,9 +19,9 @@ from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
 from daemon.errors import PromptTooLong, UnknownVoice
+from daemon.runtime.facade import Hearth
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from daemon.voices.enroll import Enrollment
-from protocols.http.names import synthesis_options
 from protocols.webrtc import tracks
 from protocols.webrtc.tracks import FRAME_SAMPLES, ReplyTrack
 from protocols.wyoming.info import build_info
@@ -170,7 +170,8 @@ async def test_checks_on_the_loop_answer_from_memory(tmp_path, monkeypatch):
     assert tts.check_voice(SynthesisOptions()).name == "mine"
     assert tts.prepare("Hello.", SynthesisOptions(voice="mine"))[1] == ["Hello."]
     engines = SimpleNamespace(voices=store, tts=tts)
-    assert synthesis_options(engines, "mine", frozenset()).voice == "mine"
+    hearth = Hearth(engines, parse_config("", "t.yaml"))  # type: ignore[arg-type]
+    assert hearth.resolve_voice("mine").voice == "mine"
     assert reads == []
     # A voice put in the folder since is found (its folder alone is read) ...
     make_voice(tmp_path, "new")
@@ -196,13 +197,15 @@ async def test_a_voice_changed_on_disk_is_synthesized_as_it_is_now(tmp_path):
 async def test_describe_lists_the_store_off_the_loop_and_sees_new_voices(tmp_path):
     threads = Threads()
     store = RecordingStore(tmp_path, threads)
+    config = parse_config("", "t.yaml")
     engines = SimpleNamespace(
-        asr={}, voices=store, tts=object(), llm=None, wake=None, config=parse_config("", "t.yaml")
+        asr={}, voices=store, tts=object(), llm=None, wake=None, turn=None, config=config
     )
+    hearth = Hearth(engines, config)  # type: ignore[arg-type]
     async with asyncio.timeout(5):
-        before = await build_info(engines)
+        before = await build_info(hearth)
         make_voice(tmp_path, "fresh")
-        after = await build_info(engines)
+        after = await build_info(hearth)
     names = {v.name for v in after.tts[0].voices}
     assert "fresh" in names and "fresh" not in {v.name for v in before.tts[0].voices}
     assert threads.off_loop(threading.current_thread())

@@ -195,7 +195,9 @@ async def test_reload_reconfigures_every_listener_and_retires_only_when_all_drai
         while not retiring:
             await asyncio.sleep(0.01)
     assert service.engines is new
-    assert all(listener.reconfigured == [(service.config, new)] for listener in listeners)
+    hearth = service.hearth
+    assert hearth is not None and hearth.wraps(new, service.config)  # type: ignore[arg-type]
+    assert all(listener.reconfigured == [(service.config, hearth)] for listener in listeners)
     assert retiring["previous"] is old and retiring["current"] is new
     assert not retiring["drained"]()
     listeners[1].in_flight = False

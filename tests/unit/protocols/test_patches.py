@@ -259,3 +259,15 @@ def test_the_server_leaves_stop_signals_to_the_service() -> None:
     server = uvicorn_patch.DaemonServer(uvicorn.Config(lambda: None))
     with server.capture_signals():
         assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("code", ["invalid-request", "body-timeout", "busy", "uri-too-long"])
+def test_the_patch_answers_with_the_apps_error_body(code: str) -> None:
+    import json
+
+    from protocols.http.errors import error_body
+    from protocols.patches.uvicorn import raw_error
+
+    raw = raw_error(400, "Bad Request", code, "what went wrong")
+    body = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    assert body == error_body("/api/willow", code, "what went wrong")

@@ -17,7 +17,7 @@ class FakeService:
 
     def __init__(self, api_key: str = "") -> None:
         self.config = parse_config(f'auth:\n  api_key: "{api_key}"\n', "test.yaml")
-        self.engines = None
+        self.hearth = None
         self.inflight = InFlight()
         self.metrics = Metrics(
             lambda: ServiceSnapshot(

@@ -40,6 +40,7 @@ from daemon.config import Config
 from daemon.ops.inflight import InFlight
 from daemon.ops.metrics import Metrics, ServiceSnapshot
 from daemon.runtime.engines import Engines
+from daemon.runtime.facade import Hearth
 from daemon.voices.training import Training
 from protocols.http.app import create_app
 from tests.fakes import FakeEngines, fake_config, fake_engines
@@ -85,7 +86,7 @@ class Service:
 
     def __init__(self, config: Config, engines: Engines) -> None:
         self.config = config
-        self.engines: Engines | None = engines
+        self.hearth: Hearth | None = Hearth(engines)
         self.training = Training(config)
         self.inflight = InFlight()
         self.metrics = Metrics(lambda: ServiceSnapshot("ready", ("loading", "ready"), None))

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from daemon.config import parse_config
 from daemon.engines.llm.base import LlmEngine
+from daemon.runtime.facade import Hearth
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from protocols.http.app import create_app
 
@@ -31,7 +32,8 @@ class Service:
     def __init__(self) -> None:
         self.config = parse_config("limits:\n  request_timeout_s: 1\n")
         chat = ChatService(StallingLlm(), ConversationStore(4, 60, 10), ChatSettings())
-        self.engines = SimpleNamespace(chat=chat, llm=chat.llm)
+        engines = SimpleNamespace(chat=chat, llm=chat.llm)
+        self.hearth = Hearth(engines, self.config)  # type: ignore[arg-type]
 
     def health(self):
         return True, {"status": "ok"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from daemon.errors import Busy
 from protocols.webrtc import ice
 from protocols.webrtc.manager import RtcManager
 from protocols.webrtc.tracks import ReplyTrack
+from tests.fakes import fake_config, fake_engines
 from tests.webrtc_client import LOOPBACK
 
 TIMEOUT_S = 30
@@ -38,7 +40,7 @@ async def wait_until(check: Any, seconds: float) -> None:
 
 
 @pytest.fixture
-async def manager() -> Any:
+async def manager(tmp_path: Path) -> Any:
     config = WebRtcConfig(
         addresses=["127.0.0.1"],
         port_min=21000,
@@ -46,10 +48,12 @@ async def manager() -> Any:
         max_sessions=2,
         connect_timeout_s=CONNECT_TIMEOUT_S,
     )
-    manager = RtcManager(config, lambda: object())  # type: ignore[arg-type,return-value]
+    fakes = fake_engines(fake_config(tmp_path))
+    manager = RtcManager(config, lambda: fakes.hearth)
     await manager.start()
     yield manager
     await asyncio.wait_for(manager.close(), TIMEOUT_S)
+    fakes.close()
 
 
 async def test_offers_that_never_connect_free_their_slots(manager: RtcManager) -> None:

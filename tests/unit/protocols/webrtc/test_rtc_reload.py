@@ -8,7 +8,10 @@ import numpy as np
 from aiortc.mediastreams import MediaStreamError
 
 from daemon.audio.pcm import RATE
+from daemon.config import parse_config
 from daemon.engines.workers import WorkerPool
+from daemon.runtime.facade import Hearth
+from daemon.runtime.profiles import session_profiles
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.session import SessionSettings, SpeechSession
 from protocols.webrtc.messages import Command
@@ -19,12 +22,15 @@ FRAME = 320  # 20 ms at 16 kHz
 
 
 class FakeEngines:
-    """Just what an RtcSession asks of the Engines container."""
+    """Just what an RtcSession asks of the Engines container, through the facade."""
 
     partials = False
     pipeline = None
     tts = None
-    push_to_talk_settings = None
+    speakers = None
+    wake = None
+    config = parse_config("")
+    profiles = session_profiles(config)
 
     def __init__(self) -> None:
         self.asr = {"fake": FakeAsr()}
@@ -97,7 +103,7 @@ async def until(condition, timeout: float = 5.0) -> None:
 
 
 def setup(engines_ref: list):
-    session = RtcSession("t", FakePc(), lambda: engines_ref[0])
+    session = RtcSession("t", FakePc(), lambda: Hearth(engines_ref[0]))
     channel = FakeChannel()
     session.attach_channel(channel)
     track = FakeTrack()
@@ -143,7 +149,7 @@ async def test_an_unexpected_intake_failure_is_reported_and_listening_can_restar
     await until(lambda: any(m["type"] == "error" for m in channel.sent))
     error = next(m for m in channel.sent if m["type"] == "error")
     assert error["obj"]["code"] == "internal-error"
-    await until(lambda: channel.sent[-1] == {"type": "state", "obj": {"mode": "idle"}})
+    await until(lambda: {"type": "state", "obj": {"mode": "idle"}} in channel.sent)
     assert session.speech is None and session.mode == "idle"
     # The intake task lives on: a new 'listen' hears the next utterance.
     await asyncio.wait_for(session._handle(Command(type="listen")), 5)

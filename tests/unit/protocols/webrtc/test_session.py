@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
-from protocols.webrtc.session import SAY_BURST, RtcSession
+from daemon.speech.conversation import SAY_BURST
+from protocols.webrtc.session import RtcSession
 from tests.fakes import (
     KITCHEN,
     TIME,
@@ -127,6 +128,8 @@ class Rtc:
     mic: FakeMicrophone
     pc: FakePeerConnection
     fakes: FakeEngines
+    phases: list[str] = field(default_factory=list)
+    """The conversation's phase messages, in order (kept apart from the others)."""
 
     def send(self, kind: str, obj: dict[str, Any] | None = None, **extra: Any) -> None:
         message: dict[str, Any] = {"type": kind, **extra}
@@ -136,7 +139,11 @@ class Rtc:
 
     async def next(self) -> dict[str, Any]:
         async with asyncio.timeout(TIMEOUT_S):
-            return await self.channel.inbox.get()
+            while True:
+                message = await self.channel.inbox.get()
+                if message["type"] != "phase":
+                    return message
+                self.phases.append(message["obj"]["phase"])
 
     async def until(self, kind: str, **obj: Any) -> list[dict[str, Any]]:
         """Messages up to and including the first of ``kind`` whose obj has ``obj``."""
@@ -151,7 +158,11 @@ class Rtc:
     def unread(self) -> list[dict[str, Any]]:
         out = []
         while not self.channel.inbox.empty():
-            out.append(self.channel.inbox.get_nowait())
+            message = self.channel.inbox.get_nowait()
+            if message["type"] == "phase":
+                self.phases.append(message["obj"]["phase"])
+            else:
+                out.append(message)
         return out
 
     async def error(self) -> dict[str, Any]:
@@ -164,7 +175,7 @@ class Rtc:
 async def rtc(tmp_path: Path) -> AsyncIterator[Rtc]:
     fakes = fake_engines(fake_config(tmp_path))
     pc, channel, mic = FakePeerConnection(), FakeChannel(), FakeMicrophone()
-    session = RtcSession("rtc-test", pc, lambda: fakes.engines)  # type: ignore[arg-type]
+    session = RtcSession("rtc-test", pc, lambda: fakes.hearth)  # type: ignore[arg-type]
     session.attach_channel(channel)
     session.attach_track(mic)
     yield Rtc(session, channel, mic, pc, fakes)
@@ -384,6 +395,31 @@ async def test_hands_free_reply_and_barge_in(rtc):
     messages = await rtc.until("reply", interrupted=True)
     assert messages[-1]["obj"] == {"done": True, "interrupted": True}
     assert not rtc.session.reply_track.playing
+
+
+async def test_phases_follow_the_conversation(rtc):
+    rtc.send("listen", {"reply": True})
+    await rtc.until("state")
+    rtc.mic.speak(utterance(220.0, rate=MIC_RATE))
+    await rtc.until("reply", done=True)
+    async with asyncio.timeout(TIMEOUT_S):
+        while rtc.phases[-1:] != ["listening"] or len(rtc.phases) < 4:
+            rtc.unread()
+            await asyncio.sleep(0.01)
+    assert rtc.phases == ["listening", "thinking", "speaking", "listening"]
+    rtc.send("mute")
+    await rtc.until("state", mode="idle")
+    async with asyncio.timeout(TIMEOUT_S):
+        while rtc.phases[-1] not in ("idle", "speaking"):
+            rtc.unread()
+            await asyncio.sleep(0.01)
+
+
+async def test_wake_mode_waits_for_the_word_first(rtc):
+    rtc.send("listen", {"wake_word": "nope"})
+    error = await rtc.until("error")
+    assert error[-1]["obj"]["code"] == "invalid-request"
+    assert rtc.session.mode == "idle" and rtc.phases == []
 
 
 # --------------------------------------------------------------------------- say

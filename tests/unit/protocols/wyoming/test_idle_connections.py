@@ -23,7 +23,7 @@ IDLE_S = 1.0
 async def server(tmp_path: Path) -> AsyncIterator[WyomingServer]:
     fakes: FakeEngines = fake_engines(fake_config(tmp_path))
     server = WyomingServer(
-        "tcp://127.0.0.1:0", lambda: fakes.engines, CAP, 1 << 20, 2.0, idle_timeout_s=IDLE_S
+        "tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0, idle_timeout_s=IDLE_S
     )
     async with asyncio.timeout(TIMEOUT_S):
         await server.start()

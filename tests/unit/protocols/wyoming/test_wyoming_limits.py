@@ -7,16 +7,16 @@ import pytest
 
 from daemon.errors import RequestTimeout, TextTooLong
 from daemon.speakers.service import SpeakerLookup
-from protocols.wyoming import handler
-from protocols.wyoming.handler import MAX_QUEUED_SENTENCES, _AsrRequest, _TtsStream
+from protocols.wyoming.asr import AsrRequest
+from protocols.wyoming.handler import MAX_QUEUED_SENTENCES, _TtsStream
 
 
-class SlowTts:
-    """Never finishes a sentence: the queue behind it only grows."""
+class SlowHearth:
+    """Speech that never finishes a sentence: the queue behind it only grows."""
 
-    max_text_chars = 1_000_000
+    limits = SimpleNamespace(max_text_chars=1_000_000)
 
-    async def stream_cached(self, text, options):
+    async def speak(self, text, options):
         await asyncio.sleep(3600)
         yield None
 
@@ -26,7 +26,7 @@ def conn():
 
 
 async def test_streamed_sentences_waiting_for_synthesis_are_bounded_by_count():
-    stream = _TtsStream(conn(), SlowTts(), None, 60)
+    stream = _TtsStream(conn(), SlowHearth(), None, 60)
     with pytest.raises(TextTooLong, match="sentences"):
         for i in range(MAX_QUEUED_SENTENCES * 4):
             stream.add(f"This is sentence number {i} of a long stream. ")
@@ -35,7 +35,7 @@ async def test_streamed_sentences_waiting_for_synthesis_are_bounded_by_count():
 
 
 async def test_streamed_synthesis_past_the_deadline_is_a_timeout():
-    stream = _TtsStream(conn(), SlowTts(), None, 0.1)
+    stream = _TtsStream(conn(), SlowHearth(), None, 0.1)
     stream.add("Hello there.")
     with pytest.raises(RequestTimeout):
         await asyncio.wait_for(stream.finish(), 5)
@@ -54,10 +54,11 @@ async def test_a_transcript_past_the_deadline_is_a_timeout(monkeypatch):
             await asyncio.sleep(3600)
             yield None
 
-    request = object.__new__(_AsrRequest)
+    request = object.__new__(AsrRequest)
     request.conn, request.session, request.timeout_s = conn(), StuckSession(), 0.1
     request._task, request.speaker = None, SpeakerLookup(None)
-    monkeypatch.setattr(handler._AsrRequest, "_forward", lambda self: self.session.finish())
+    request.stopping, request.reported = False, None
+    monkeypatch.setattr(AsrRequest, "_forward", lambda self: self.session.finish())
     request.begin()
     with pytest.raises(RequestTimeout) as caught:
         await asyncio.wait_for(request.finish(), 5)

@@ -6,7 +6,7 @@ import importlib.resources
 import json
 from pathlib import Path
 
-from protocols.webrtc.pages import FILES
+from protocols.http.pages import FILES
 
 FOLDER = Path(__file__).resolve().parents[4] / "integrations" / "homeassistant"
 

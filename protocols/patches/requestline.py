@@ -1,4 +1,7 @@
-"""Request lines as Willow devices send them: repaired before HTTP parsing."""
+"""Request lines as Willow devices send them: repaired before HTTP parsing.
+
+The lenient request-line patch (:mod:`protocols.patches.uvicorn`) applies this
+before uvicorn's parser sees a line; it is pure bytes in, bytes out."""
 
 from __future__ import annotations
 
