@@ -1,11 +1,16 @@
-"""Runtime: the loaded engines as one object, and their life cycle.
+"""Runtime: the loaded engines as one object, the door the protocols use, and their life cycle.
 
 ``engines`` loads every configured model on its planned device and holds them
 with their worker pools, the chat service and the speech pipeline
-(:class:`~daemon.runtime.engines.Engines`, what protocols receive); ``startup``
-warms them up; ``remote`` builds the engines served by remote servers; ``reload``
-decides what a SIGHUP changes and retires replaced
-engines. Runtime may import every room below it (``errors``, ``config``, ``ops``,
-``audio``, ``engines``, ``speech``, ``voices``), never ``protocols``,
-``service`` or ``cli``.
+(:class:`~daemon.runtime.engines.Engines`); ``facade`` is the one narrow door the
+protocol adapters see it through (:class:`~daemon.runtime.facade.Hearth`: open a
+session or a conversation from a named profile, open a wake stream, resolve a
+voice, speak, chat); ``profiles`` collects each kind of client's session timing
+(push-to-talk, hands-free, wake, Willow upload, Wyoming request) in one place;
+``startup`` warms the engines up; ``remote`` builds the engines served by remote
+servers; ``reload`` decides what a SIGHUP changes and retires replaced engines.
+Runtime may import every room below it (``errors``, ``config``, ``ops``,
+``audio``, ``engines``, ``speakers``, ``speech``, ``voices``), never ``protocols``,
+``service`` or ``cli``. Protocols import only ``facade`` and ``profiles`` from it
+(``tests/import_graph.py`` enforces both).
 """

@@ -7,8 +7,16 @@ speech session (conversion, VAD, endpointing, speculative and partial decodes);
 ``pipeline`` runs speech → transcript → LLM → sentences → TTS; ``chat`` is the LLM
 with a system prompt, limits and per-conversation history; ``transcribe`` decodes
 whole files; ``speak`` streams synthesized speech in any output format;
-``wake_gate`` lets only the audio after a wake word reach a session.
+``wake_gate`` lets only the audio after a wake word reach a session;
+``turn_text`` joins the speculative transcript's last words to the turn model.
+
+``conversation`` is the one loop of hearing and replying that every client uses
+(push-to-talk, hands-free, wake): wake gating, end of turn, the speculative
+transcript and reply, barge-in, the household gate and renewal after a reload. Its
+decisions are the pure state machine in ``conversation_state`` (idle, waiting for
+the wake word, listening, thinking, speaking); ``reply`` holds the reply under way
+and ``tasks`` the tasks an owner spawns.
 
 Speech may import ``daemon.errors``, ``daemon.config``, ``daemon.ops``,
-``daemon.audio`` and ``daemon.engines``.
+``daemon.audio``, ``daemon.engines`` and ``daemon.speakers``.
 """

@@ -36,8 +36,8 @@ from collections.abc import Iterator
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from protocols.patches.requestline import MAX_TARGET, repair_request_line, too_long_response
 from protocols.patches import Patch, usable
+from protocols.patches.requestline import MAX_TARGET, repair_request_line, too_long_response
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -219,3 +219,49 @@ async def test_a_wyoming_transcript_names_the_speaker(daemon, kitchen):
     assert_heard(joe["text"], COMMAND, "kitchen")
     assert "speaker" not in await transcript(espeak(COMMAND))
     assert hearth(daemon, "speakers", "remove", "Joe").returncode == 0
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory, speak) -> Iterator[Daemon]:
+    """A daemon whose household gate is closed to voices nobody enrolled."""
+    work = tmp_path_factory.mktemp("speakers-gate")
+    extra = (
+        "speakers:\n  require: known\n"
+        "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 21200\n  port_max: 21299\n"
+    )
+    running = Daemon(work, extra)
+    files = []
+    for i, text in enumerate(ENROLL):
+        path = work / f"take{i}.wav"
+        path.write_bytes(wav(speak(text)))
+        files.append(str(path))
+    assert hearth(running, "speakers", "enroll", "Joe", *files).returncode == 0
+    with running:
+        yield running
+
+
+async def test_the_household_gate_in_a_hands_free_webrtc_session(gated, kitchen):
+    """An enrolled voice is heard and named; a stranger is set aside, and said so."""
+    from tests.webrtc_client import RtcClient
+
+    stranger = espeak("Open the garage door.")
+    client = await RtcClient(gated.url).connect()
+    try:
+        client.send("listen")
+        assert (await client.expect("state"))["obj"]["mode"] == "hands-free"
+        await client.speak(np.concatenate([silence(0.3), kitchen, silence(2.0)]))
+        infer = await client.expect("infer")
+        assert infer["obj"]["speaker"] == "Joe"
+        assert_heard(infer["obj"]["text"], COMMAND, "kitchen")
+        await client.speak(np.concatenate([stranger, silence(2.0)]))
+        ignored = await client.expect("ignored")
+        assert ignored["obj"]["reason"] == "unknown-speaker"
+        assert ignored["obj"]["speaker"] is None and ignored["obj"]["text"]
+        # The stranger's words never reached the client as a transcript.
+        assert [m["type"] for m in client.received].count("infer") == 1
+        # Joe is still heard after it.
+        await client.speak(np.concatenate([kitchen, silence(2.0)]))
+        again = await client.expect("infer")
+        assert again["obj"]["speaker"] == "Joe"
+    finally:
+        await client.close()

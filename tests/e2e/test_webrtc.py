@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from daemon.audio.pcm import resample_pcm
-from protocols.webrtc.session import SAY_BURST
+from daemon.speech.conversation import SAY_BURST
 from tests.daemon import Daemon
 from tests.helpers import assert_heard, hear, silence, sounds_like, words
 from tests.webrtc_client import RtcClient

@@ -80,6 +80,8 @@ class Answer:
     """What a Home Assistant 2026-style client saw."""
 
     events: list[Event]
+    times: list[float]
+    """When each event arrived (s since the first chunk went out)."""
     text: str | None
     """The transcript (None: none came)."""
     at_s: float | None
@@ -87,11 +89,17 @@ class Answer:
     stopped_early: bool
     """The transcript came before the client sent audio-stop."""
 
+    def at(self, kind: str) -> float:
+        """When the first event of ``kind`` arrived."""
+        kinds = [e.type for e in self.events]
+        assert kind in kinds, kinds
+        return self.times[kinds.index(kind)]
+
 
 async def ha_2026(daemon: Daemon, pcm: bytes) -> Answer:
     """Upload at real time while reading; the first transcript ends the request."""
     events: list[Event] = []
-    arrived: list[float] = []
+    times: list[float] = []
     async with client(daemon) as c:
         await c.write_event(Transcribe(language="en").event())
         await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
@@ -109,8 +117,8 @@ async def ha_2026(daemon: Daemon, pcm: bytes) -> Answer:
         async def receive() -> Event | None:
             while (event := await c.read_event()) is not None:
                 events.append(event)
+                times.append(time.monotonic() - began)
                 if Transcript.is_type(event.type) or event.type == "error":
-                    arrived.append(time.monotonic() - began)
                     return event
             return None
 
@@ -133,7 +141,8 @@ async def ha_2026(daemon: Daemon, pcm: bytes) -> Answer:
     text = None
     if final is not None and Transcript.is_type(final.type):
         text = Transcript.from_event(final).text
-    return Answer(events, text, arrived[0] if text is not None else None, stopped_early)
+    at_s = times[-1] if text is not None else None
+    return Answer(events, times, text, at_s, stopped_early)
 
 
 async def test_info_tells_home_assistant_that_hearth_ends_the_turn(daemon):
@@ -149,14 +158,16 @@ async def test_info_tells_home_assistant_that_hearth_ends_the_turn(daemon):
 
 async def test_a_2026_client_gets_the_transcript_before_it_stops_sending(daemon, kitchen):
     speech_end_s = 0.3 + kitchen.size / RATE
-    pcm = np.concatenate([silence(0.3), kitchen, silence(4.0)]).tobytes()
+    # Silence to spare after the speech: the client would go on sending it for as long
+    # as its own pipeline let it (a decode on a loaded machine takes seconds).
+    pcm = np.concatenate([silence(0.3), kitchen, silence(6.0)]).tobytes()
     answer = await ha_2026(daemon, pcm)
     assert answer.text is not None, [e.type for e in answer.events]
     assert answer.stopped_early, "the transcript came only after the client's audio-stop"
     assert_heard(answer.text, KITCHEN, "kitchen")
-    assert answer.at_s is not None
-    # Within the longest pause (plus the decode) of the end of speech, at the latest.
-    assert answer.at_s - speech_end_s < MAX_PAUSE_S + 1.5, answer.at_s - speech_end_s
+    # Hearth decided within the longest pause of the end of speech, at the latest.
+    decided = answer.at("voice-stopped") - speech_end_s
+    assert decided < MAX_PAUSE_S + 1.0, decided
     assert "error" not in [e.type for e in answer.events]
 
 
@@ -196,7 +207,9 @@ async def test_nobody_speaking_ends_with_an_empty_transcript(daemon, quiet):
     answer = await ha_2026(daemon, quiet(NO_SPEECH_S + 3.0).tobytes())
     assert answer.text == "", [e.type for e in answer.events]
     assert answer.stopped_early
-    assert answer.at_s is not None and NO_SPEECH_S - 0.2 < answer.at_s < NO_SPEECH_S + 1.5
+    # No decode to wait for: the transcript is the decision itself.
+    assert answer.at_s is not None and NO_SPEECH_S - 0.2 < answer.at_s < NO_SPEECH_S + 2.0
+    assert "voice-started" not in [e.type for e in answer.events]
 
 
 @pytest.mark.parametrize(
@@ -210,14 +223,13 @@ async def test_a_turn_the_model_never_calls_finished_ends_at_the_longest_pause(
     speech_end_s = 0.3 + kitchen.size / RATE
     pcm = np.concatenate([silence(0.3), kitchen, pause(4.0)]).tobytes()
     answer = await ha_2026(patient, pcm)
-    assert answer.text is not None and answer.stopped_early, [e.type for e in answer.events]
+    assert answer.text is not None, [e.type for e in answer.events]
     assert_heard(answer.text, KITCHEN, "kitchen")
-    assert answer.at_s is not None
-    waited = answer.at_s - speech_end_s
+    waited = answer.at("voice-stopped") - speech_end_s
     # Asked at 0.2 s of silence, the model said "not finished"; the fixed trailing
     # silence (0.7 s) does not end a turn the model was asked about: the longest
     # pause does (Piper's own trailing silence makes the wait look a little shorter).
-    assert PATIENT_PAUSE_S - 0.35 < waited < PATIENT_PAUSE_S + 1.5, waited
+    assert PATIENT_PAUSE_S - 0.35 < waited < PATIENT_PAUSE_S + 1.0, waited
 
 
 def babble(speak: Callable[[str], np.ndarray], seconds: float) -> np.ndarray:
@@ -240,7 +252,8 @@ def babble(speak: Callable[[str], np.ndarray], seconds: float) -> np.ndarray:
 async def test_a_television_that_never_pauses_ends_at_the_longest_utterance(daemon, speak):
     pcm = np.concatenate([silence(0.3), babble(speak, 10.0)]).tobytes()
     answer = await ha_2026(daemon, pcm)
-    assert answer.text is not None and answer.stopped_early, [e.type for e in answer.events]
-    assert answer.at_s is not None
-    # Not at a pause (there is none), but when the longest utterance was reached.
-    assert MAX_UTTERANCE_S < answer.at_s < 0.3 + MAX_UTTERANCE_S + 3.0, answer.at_s
+    assert answer.text, [e.type for e in answer.events]
+    # Not at a pause (there is none), but when the longest utterance was reached (the
+    # transcript follows once the decode is done: seconds on a loaded machine).
+    decided = answer.at("voice-stopped")
+    assert 0.3 + MAX_UTTERANCE_S - 0.1 < decided < 0.3 + MAX_UTTERANCE_S + 1.5, decided
