@@ -240,11 +240,12 @@ async def run_clip(engines: Engines, settings: SessionSettings, clip: Clip) -> O
     step = int(RATE * CHUNK_S)
     decision_s = 0.0
     checks: list[tuple[float, float]] = []
-    recorder = session._turn if isinstance(session._turn, Recorder) else None
+    turns = session.turns
+    recorder = turns.model if turns is not None and isinstance(turns.model, Recorder) else None
     try:
         for start in range(0, len(clip.audio), step):
             await session.feed(clip.audio[start : start + step].tobytes())
-            task = session._turn_task  # the bench waits for each decision
+            task = turns.task if turns is not None else None  # wait for each decision
             if task is not None and not task.done():
                 began = time.perf_counter()
                 await task

@@ -177,7 +177,7 @@ class Hearth:
         chosen = self._profiles[profile]
         if partials is None:
             partials = chosen.partials and engines.partials
-        settings = with_sensitivity(chosen.settings, sensitivity, engines.config.vad.turn_threshold)
+        settings = with_sensitivity(chosen.settings, sensitivity, self.config.vad.turn_threshold)
         options = SessionOptions(
             transcribe=transcribe or TranscribeOptions(),
             partials=partials,

@@ -224,14 +224,14 @@ async def test_decodes_take_their_audio_while_the_vad_worker_is_idle():
     audio while the session lock keeps that worker away, never later from a task."""
     session, _ = make()
     unlocked = []
-    original = session._slice
+    original = session.intake.audio
 
     def checked(start, end):
         if not session._lock.locked():
             unlocked.append((start, end))
         return original(start, end)
 
-    session._slice = checked
+    session.intake.audio = checked
     reader = Reader(session)
     await feed(session, np.concatenate([tone(2.0), silence(0.8)]), realtime=True)
     await finish(session, reader)
@@ -268,7 +268,7 @@ async def test_hands_free_finds_two_utterances_with_bounded_memory():
     finals = reader.finals()
     assert len(finals) == 2
     assert all(f.text.endswith("samples") for f in finals)
-    assert len(session._buf) // 2 < 3 * RATE
+    assert session.intake.buffered < 3 * RATE
 
 
 async def test_repeated_format_is_fine_and_a_changed_one_is_refused():
@@ -449,8 +449,8 @@ async def test_a_busy_machine_skips_the_check_and_the_fixed_silence_decides():
     # (its CPU would delay transcripts) and ends at the 0.6 s trailing silence, not 1.5 s.
     turn = FakeTurn([False] * 20)
     session = make_turn(turn)
-    pool = session._turn_pool  # noqa: SLF001 - stands in for the daemon's shared pool
-    assert pool is not None
+    assert session.turns is not None
+    pool = session.turns.pool  # stands in for the daemon's shared pool
     release = threading.Event()
     blocker = asyncio.ensure_future(pool.run(release.wait, 5))
     await asyncio.sleep(0.05)

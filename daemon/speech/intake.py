@@ -1,0 +1,125 @@
+"""A speech session's intake: audio in any format, kept as the one internal format.
+
+:class:`AudioIntake` converts each chunk (any rate, width and channel count) to 16 kHz
+mono s16, keeps it in one buffer addressed by stream position (samples since the
+stream began), hands out the frames the VAD has not classified yet, and forgets old
+audio on request so a hands-free stream stays bounded for days. It knows nothing of
+speech: the session decides what to keep.
+
+Not thread-safe: the session calls :meth:`add` and :meth:`frames` in its VAD worker
+and everything else on the loop, never at the same time (its lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from daemon.audio.pcm import RATE, AudioFormat, PcmConverter, pcm_to_float
+from daemon.errors import AudioTooLong, InvalidAudio
+
+
+class AudioIntake:
+    """The converted audio of one stream (see the module docstring)."""
+
+    def __init__(self, max_audio_s: float, max_sample_rate: int, max_channels: int) -> None:
+        self.max_audio_s = max_audio_s
+        self.max_sample_rate = max_sample_rate
+        self.max_channels = max_channels
+        self.fmt: AudioFormat | None = None
+        self._converter: PcmConverter | None = None
+        self._buf = bytearray()
+        self._offset = 0
+        """Samples dropped from the buffer's front."""
+        self._classified = 0
+        """Buffered samples the VAD has seen (from the buffer's front)."""
+
+    def start(self, fmt: AudioFormat) -> None:
+        """Declare the input format; validates it (InvalidAudio when absurd).
+
+        Declaring the same format again is harmless (Wyoming repeats it on every
+        chunk); a different format once audio has arrived is refused.
+        """
+        if fmt == self.fmt:
+            return
+        fmt.validate(self.max_sample_rate, self.max_channels)
+        if self.fmt is not None and self.samples > 0:
+            raise InvalidAudio(
+                f"audio format changed mid-stream ({self.fmt.rate} Hz/{self.fmt.width} B/"
+                f"{self.fmt.channels} ch to {fmt.rate} Hz/{fmt.width} B/{fmt.channels} ch)"
+            )
+        self.fmt = fmt
+        self._converter = PcmConverter(fmt)
+
+    @property
+    def started(self) -> bool:
+        """Whether the format is known (audio may arrive)."""
+        return self._converter is not None
+
+    @property
+    def samples(self) -> int:
+        """Internal samples received so far (whole stream)."""
+        return self._offset + len(self._buf) // 2
+
+    @property
+    def first(self) -> int:
+        """The stream position of the oldest sample still kept."""
+        return self._offset
+
+    @property
+    def buffered(self) -> int:
+        """Samples kept now."""
+        return len(self._buf) // 2
+
+    def _limit(self, adding: int, slack: int = 0) -> None:
+        if self.buffered + adding > int(self.max_audio_s * RATE) + slack:
+            raise AudioTooLong(f"audio is longer than the {self.max_audio_s:g} s limit")
+
+    def add(self, data: bytes, last: bool = False) -> None:
+        """Convert a chunk and keep it (``last``: the stream ends; flush the converter).
+
+        Raises AudioTooLong past ``max_audio_s`` kept: an oversized chunk is refused
+        before it is converted, so memory stays bounded.
+        """
+        assert self._converter is not None and self.fmt is not None
+        self._limit(len(data) // self.fmt.frame_bytes * RATE // self.fmt.rate, RATE)
+        samples = self._converter.convert(data)
+        if last:
+            samples = np.concatenate([samples, self._converter.flush()])
+        self._limit(samples.size)
+        self._buf += samples.astype("<i2").tobytes()
+
+    def frames(self, size: int) -> Iterator[np.ndarray]:
+        """Every whole frame of ``size`` samples not classified yet, oldest first."""
+        while self._classified + size <= self.buffered:
+            a = self._classified * 2
+            # A copy, so no view keeps the buffer from being resized.
+            yield np.frombuffer(self._buf[a : a + size * 2], "<i2")
+            self._classified += size
+
+    def keep_last(self, count: int) -> None:
+        """Forget all but the last ``count`` samples (classified ones only)."""
+        self.forget(self.buffered - count)
+
+    def forget_before(self, position: int) -> None:
+        """Forget the samples before stream ``position`` (classified ones only)."""
+        self.forget(position - self._offset)
+
+    def forget(self, count: int) -> None:
+        """Forget the oldest ``count`` samples (classified ones only)."""
+        count = min(count, self._classified)
+        if count > 0:
+            del self._buf[: count * 2]
+            self._offset += count
+            self._classified -= count
+
+    def pcm(self, start: int, end: int) -> np.ndarray:
+        """An int16 copy of stream samples [start, end) (clipped to what is kept)."""
+        a = (max(start, self._offset) - self._offset) * 2
+        b = (end - self._offset) * 2
+        return np.frombuffer(bytes(self._buf[a:b]), dtype="<i2")
+
+    def audio(self, start: int, end: int) -> np.ndarray:
+        """A float32 copy of stream samples [start, end), for a decode."""
+        return pcm_to_float(self.pcm(start, end))
