@@ -18,7 +18,8 @@ Assistant does, and measures on loopback, in one run:
    speech -> transcript on complete turns. Plus "Set a timer for ... ten minutes."
    with 1 s of silence at the word boundary.
 
-    .venv/bin/python bench/wyoming_turn.py [--quick] [--no-write]
+    .venv/bin/python bench/wyoming_turn.py [--quick] [--runs N] [--espeak] [--no-write]
+        [--logs DIR]
 """
 
 from __future__ import annotations
@@ -267,15 +268,16 @@ async def ha_request(contender: Contender, audio: np.ndarray, speech_end_s: floa
 
 
 def split(clip: Clip, answer: Answer) -> bool:
-    """The utterance was ended before its last word: the transcript came before the end
-    of speech, or (a pause turn) it matches the words before the pause better than
-    the whole sentence (a decode slower than the second part hides the first sign)."""
+    """The utterance was split. A pause turn: the transcript came before the second
+    part began, or it matches the words before the pause better than the whole
+    sentence (a decode slower than the second part would hide the first sign). A
+    complete turn: the transcript came before its last word ended."""
     if answer.text is None:
         return False
-    if answer.heard_s < clip.speech_end_s:
+    if clip.pause is None:
+        return answer.heard_s < clip.speech_end_s
+    if answer.heard_s < clip.pause[1]:
         return True
-    if " ... " not in clip.text:
-        return False
     head, tail = clip.text.split(" ... ")
     return word_error_rate(head, answer.text) < word_error_rate(f"{head} {tail}", answer.text)
 
@@ -298,8 +300,10 @@ class Fleet:
     """Hearth daemons (and the reference server) started together, stopped together,
     each daemon's warnings and errors kept for the report."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, logs: Path | None = None) -> None:
         self.workdir = workdir
+        self.logs = logs
+        """Where each daemon's whole log goes (debug level), if anywhere."""
         self.daemons: dict[str, Daemon] = {}
         self.reference: Server | None = None
         self.problems: dict[str, list[str]] = {}
@@ -310,7 +314,8 @@ class Fleet:
         for spec in specs:
             folder = self.workdir / spec.label.replace(" ", "-").replace(":", "")
             folder.mkdir()
-            daemon = Daemon(folder, extra=spec.extra, wyoming=spec.wyoming)
+            debug = "log:\n  level: debug\n" if self.logs is not None else ""
+            daemon = Daemon(folder, extra=spec.extra + debug, wyoming=spec.wyoming)
             self.daemons[spec.label] = daemon.start(wait=False)
             contenders.append(Contender(spec.label, Server(spec.label, daemon.wyoming_port)))
         if reference:
@@ -340,6 +345,9 @@ class Fleet:
         for label, daemon in list(self.daemons.items()):
             log = daemon.stop()
             keep = ("Traceback", "ERROR", "WARNING", "Error")
+            if self.logs is not None:
+                self.logs.mkdir(parents=True, exist_ok=True)
+                (self.logs / f"{daemon.workdir.name}.log").write_text(log)
             lines = log.splitlines()
             self.problems[label] = [line for line in lines if any(k in line for k in keep)]
             del self.daemons[label]
@@ -350,9 +358,9 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(workdir: Path) -> Iterator[Fleet]:
+def fleet(workdir: Path, logs: Path | None = None) -> Iterator[Fleet]:
     """A :class:`Fleet`, always stopped."""
-    servers = Fleet(workdir)
+    servers = Fleet(workdir, logs)
     try:
         yield servers
     finally:
@@ -379,20 +387,27 @@ async def alternate(
             for contender in contenders:
                 answer = await ha_request(contender, clip.audio, clip.speech_end_s)
                 got[contender.label].append((clip, answer))
-                if answer.error:
-                    print(f"  {contender.label}: {clip.text!r}: {answer.error}", flush=True)
+                print(
+                    f"  {contender.label[:28]:28} {clip.text[:34]:34}"
+                    f" {answer.latency_s * 1000:6.0f} ms  sent {answer.heard_s:5.2f} s"
+                    f" (speech end {clip.speech_end_s:.2f}){' CUT' if split(clip, answer) else ''}"
+                    f" {'server' if answer.by_server else 'client'}:"
+                    f" {answer.text if answer.text is not None else answer.error!r}",
+                    flush=True,
+                )
     return got
 
 
-async def make_clips(quick: bool) -> tuple[list[Clip], Clip, list[str]]:
-    """The turn bench's set (its voices; Piper only with ``quick``) and the timer case,
-    synthesized in this process (Hearth's ASR and TTS only)."""
+async def make_clips(quick: bool, espeak: bool) -> tuple[list[Clip], Clip, list[str]]:
+    """The turn bench's set (its Piper voices, one with ``quick``; with ``espeak`` its
+    espeak-ng voices too) and the timer case, synthesized in this process (Hearth's
+    ASR and TTS only)."""
     with tempfile.TemporaryDirectory() as state:
         config = parse_config(f"state_dir: {state}\n", "bench")
         engines = await asyncio.to_thread(load_engines, config, probe(), llm=False)
         try:
             voices = list(PIPER_VOICES[:1] if quick else PIPER_VOICES)
-            if not quick and shutil.which("espeak-ng"):
+            if espeak and shutil.which("espeak-ng"):
                 voices += ESPEAK_VOICES
             clips = await make_set(engines, voices)
             voice = PIPER_VOICES[0]
@@ -441,11 +456,16 @@ def stats(answers: list[tuple[Clip, Answer]]) -> dict[str, float]:
         "median": median(lat),
         "p90": percentile(lat, 0.9),
         "paused_median": median(whole),
-        "by_server": sum(a.by_server for _, a in ok),
+        "late": sum(not a.by_server for _, a in ok),
         "wer": float(np.mean([word_error_rate(spoken(c), a.text or "") for c, a in ok]))
         if ok
         else float("nan"),
     }
+
+
+def late(contender: Contender, s: dict[str, float]) -> str:
+    """Turns the server should have ended but the client's audio-stop did."""
+    return "-" if contender.external_vad else f"{s['late']:.0f}/{s['answered']:.0f}"
 
 
 PART2 = [
@@ -455,10 +475,13 @@ PART2 = [
 ]
 
 
-async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, list[str]]]:
+async def run(
+    quick: bool, runs: int, timer_runs: int, espeak: bool, logs: Path | None = None
+) -> tuple[str, dict[str, list[str]]]:
+    """Both parts; the section's markdown, and each daemon's warning and error lines."""
     began = time.perf_counter()
     reference_venv()
-    clips, timer, voices = await make_clips(quick)
+    clips, timer, voices = await make_clips(quick, espeak)
     commands = [c for c in clips if c.kind == "complete" and c.voice == PIPER_VOICES[0].name]
     turn_set = clips
     if quick:
@@ -468,7 +491,7 @@ async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, l
     print(f"{len(clips)} clips in {time.perf_counter() - began:.0f} s", flush=True)
     problems: dict[str, list[str]] = {}
     default = PART2[-1]
-    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp)) as servers:
+    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), logs) as servers:
         part1_specs = [Spec("Hearth, end_of_turn: server", SERVER_END)]
         part1_specs.append(Spec("Hearth, end_of_turn: client", CLIENT_END))
         hearth, client_end, ref = servers.start(part1_specs, reference=True)
@@ -492,12 +515,14 @@ async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, l
     a, b, c = (s1[x.label] for x in (hearth, ref, client_end))
     ratio = a["median"] / b["median"]
     n = len(commands) * runs
+    flags = (" --quick" if quick else "") + (f" --runs {runs}" if runs > 1 else "")
+    flags += " --espeak" if espeak else ""
     lines = [
         "## Home Assistant 2026: Hearth ends the turn",
         "",
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}."
         f"{' Quick run (a subset).' if quick else ''} Run with `.venv/bin/python "
-        f"bench/wyoming_turn.py{' --quick' if quick else ''}` ({elapsed / 60:.0f} min)."
+        f"bench/wyoming_turn.py{flags}` ({elapsed / 60:.0f} min)."
         " One client that behaves like Home Assistant 2026's `stt.py`: it reads"
         " `requires_external_vad` in the server's info; when false it streams 10 ms chunks"
         " (320 bytes, 16 kHz s16 mono) at real time while it reads, and the first"
@@ -507,10 +532,10 @@ async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, l
         " sample of speech (known from how the clip is made) to the transcript, wall time,"
         " loopback TCP. Servers measured alternately, clip by clip.",
         "",
-        "How clips are made: the turn bench's sentences (`bench/turn_bench.py`), spoken by"
-        " Hearth's Piper voice (en_US-joe-medium, noise scales 0.667/0.8 and 0.3/0.4)"
-        + (" and espeak-ng (en-us, en-gb+f3)" if len(voices) > 2 else "")
-        + ", trimmed at -40 dBFS, with 0.3 s of silence before and 2.2 s after; the client"
+        "How clips are made: the turn bench's sentences (`bench/turn_bench.py`), synthesized"
+        f" in voices {', '.join(voices)} (Hearth's Piper voice en_US-joe-medium with those"
+        " noise scales; espeak-ng, when named), trimmed at -40 dBFS, with 0.3 s of silence"
+        " before and 2.2 s after; the client"
         f" then keeps streaming silence (up to {EXTRA_S:.0f} s more) until a transcript"
         " comes. Pause turns: the whole sentence is synthesized and cut at the word"
         ' boundary after "for", "and", "to", "the" or a filler (Whisper\'s word'
@@ -519,14 +544,14 @@ async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, l
         f"### End of speech -> transcript, {len(commands)} home commands"
         f" (Piper 0.667/0.8){f', {runs} runs' if runs > 1 else ''}",
         "",
-        "| server | who ends the turn | transcripts | median (p90) | word error rate |",
-        "| --- | --- | --- | --- | --- |",
+        "| server | who ends the turn | transcripts | median (p90) | late | word error rate |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for contender in (hearth, ref, client_end):
         s = s1[contender.label]
         lines.append(
             f"| {contender.label} | {contender.ended_by} | {s['answered']:.0f}/{n}"
-            f" | {ms(s['median'])} ({ms(s['p90'])}) | {s['wer']:.0%} |"
+            f" | {ms(s['median'])} ({ms(s['p90'])}) | {late(contender, s)} | {s['wer']:.0%} |"
         )
     lines += [
         "",
@@ -541,22 +566,33 @@ async def run(quick: bool, runs: int, timer_runs: int) -> tuple[str, dict[str, l
         f"### Mid-sentence pauses: {fixed['n_paused']:.0f} pause turns and"
         f" {fixed['n_complete']:.0f} complete turns ({len(voices)} voices)",
         "",
-        "A cut: the transcript came before the last word was sent, or it matches the words"
-        " before the pause better than the whole sentence (the utterance was split).",
+        "A cut: the transcript came before the second part of the sentence began, or it"
+        " matches the words before the pause better than the whole sentence (the utterance"
+        " was split). Late: the server had not ended the turn when the client gave up"
+        f" ({EXTRA_S:.0f} s of silence after the clip) and sent audio-stop.",
         "",
         "| Hearth, end_of_turn: server | who ends the turn | early cuts (pause set) |"
         " complete turns: end of speech -> transcript, median (p90) | pause turns kept"
-        " whole: median | complete turns split | no transcript | word error rate |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        " whole: median | complete turns split | late | no transcript | word error rate |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for contender in contenders:
         s = s2[contender.label]
         lines.append(
             f"| {contender.label} | {contender.ended_by} | {s['cuts']:.0f}/{s['n_paused']:.0f}"
             f" | {ms(s['median'])} ({ms(s['p90'])}) | {ms(s['paused_median'])}"
-            f" | {s['complete_split']:.0f}/{s['n_complete']:.0f}"
+            f" | {s['complete_split']:.0f}/{s['n_complete']:.0f} | {late(contender, s)}"
             f" | {s['n'] - s['answered']:.0f} | {s['wer']:.0%} |"
         )
+    if contenders[0].external_vad:
+        lines += [
+            "",
+            "With `vad.turn: off` Hearth's info says `requires_external_vad: true` (it ends"
+            " turns only with the turn model), so Home Assistant's own segmenter ends those"
+            " turns: that row is the client's fixed 0.7 s silence. As in Home Assistant, the"
+            " segmenter's silence starts from zero again only after 1 s of unbroken speech,"
+            " so a pause and the silence after a short second part add up.",
+        ]
     cuts_ok = words["cuts"] <= fixed["cuts"] / 2
     gain_ok = words["median"] <= fixed["median"]
     lines += [
@@ -588,9 +624,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a subset, to check it works")
     parser.add_argument("--runs", type=int, default=1, help="passes over the home commands")
+    parser.add_argument(
+        "--espeak", action="store_true", help="the turn bench's espeak-ng voices too (longer)"
+    )
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--logs", type=Path, help="run the daemons at debug level and keep their logs here"
+    )
     args = parser.parse_args()
-    text, problems = asyncio.run(run(args.quick, args.runs, 1 if args.quick else 3))
+    timer_runs = 1 if args.quick else 3
+    text, problems = asyncio.run(run(args.quick, args.runs, timer_runs, args.espeak, args.logs))
     print(text)
     for label, lines in problems.items():
         if lines:

@@ -33,12 +33,17 @@ TOP_LEVEL_ALLOWED = {"__init__.py", "service.py", "errors.py", "config.py"}
 two foundation modules every room imports (typed errors, typed configuration)."""
 SIBLINGS = {frozenset({"speech", "voices"})}
 """Rooms on one level that must not import each other at all."""
-PROTOCOL_ROOMS = ("base", "patches", "webrtc", "http", "wyoming")
+PROTOCOL_ROOMS = ("base", "patches", "webrtc", "realtime", "http", "wyoming")
 """The rooms of protocols/, bottom to top: ``base`` is ``protocols/`` itself (the
 listener contract); ``patches`` changes libraries; ``webrtc`` holds the peer
-sessions and their media; ``http`` serves the HTTP API, WebRTC signaling included;
-``wyoming`` stands alone. A room imports only rooms before it."""
-PROTOCOL_SIBLINGS = {frozenset({"wyoming", "http"}), frozenset({"wyoming", "webrtc"})}
+sessions and their media; ``realtime`` the OpenAI Realtime sessions; ``http`` serves
+the HTTP API, WebRTC signaling and the Realtime route included; ``wyoming`` stands
+alone. A room imports only rooms before it."""
+PROTOCOL_SIBLINGS = {
+    frozenset({"wyoming", "http"}),
+    frozenset({"wyoming", "webrtc"}),
+    frozenset({"wyoming", "realtime"}),
+}
 """Protocol rooms that must not import each other at all."""
 FACADE_DOOR = ("daemon.runtime.facade", "daemon.runtime.profiles")
 """The only modules of the runtime room that protocols may import: the facade and the

@@ -4,17 +4,20 @@
 transcription server that is not Hearth, over the embedded tiny.en folder (offline).
 :class:`BadServer` answers every OpenAI path of its base URL badly, chosen by the
 first path segment: ``/garbage/v1`` (200 with no JSON), ``/hang/v1`` (never
-answers), ``/500/v1`` (500) and ``/huge/v1`` (200 with 8 MB).
+answers), ``/500/v1`` (500) and ``/huge/v1`` (200 with 8 MB). :class:`ToolServer`
+answers chat completions with a streamed tool call.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -176,3 +179,93 @@ class LlamaServer:
             self.proc.kill()
             self.proc.wait(timeout=20)
         self.proc = None
+
+
+class _ToolHandler(BaseHTTPRequestHandler):
+    # HTTP/1.0: a streamed answer ends when the connection closes (no chunking needed).
+    protocol_version = "HTTP/1.0"
+    server: _ToolHTTPServer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._send(200, b'{"object": "list", "data": [{"id": "fake-tools"}]}', "application/json")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.server.bodies.append(body)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for delta in _tool_deltas(body):
+            chunk = {"id": "x", "object": "chat.completion.chunk", "choices": [delta]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _send(self, status: int, body: bytes, media: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", media)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _tool_deltas(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """What :class:`ToolServer` streams for a request ``body``: a call of the named (else
+    the first) tool, its arguments in two pieces; words after a tool result."""
+    tools = body.get("tools") or []
+    choice = body.get("tool_choice")
+    if body["messages"][-1]["role"] == "tool" or not tools or choice == "none":
+        words = ["The kitchen", " lights are", " on."]
+        deltas = [{"index": 0, "delta": {"content": w}, "finish_reason": None} for w in words]
+        return deltas + [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    name = tools[0]["function"]["name"]
+    if isinstance(choice, dict):
+        name = choice["function"]["name"]
+    first = {"index": 0, "id": "call_remote1", "type": "function"}
+    first["function"] = {"name": name, "arguments": ""}
+    pieces = ['{"room": ', '"kitchen"}']
+    deltas = [{"index": 0, "delta": {"role": "assistant", "tool_calls": [first]}}]
+    for piece in pieces:
+        call = {"index": 0, "function": {"arguments": piece}}
+        deltas.append({"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None})
+    return deltas + [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]
+
+
+class _ToolHTTPServer(ThreadingHTTPServer):
+    bodies: list[dict[str, Any]]
+
+
+class ToolServer:
+    """An OpenAI-compatible chat server on loopback that answers with a tool call.
+
+    It streams a call of the tool ``tool_choice`` names (else the first tool) with
+    arguments ``{"room": "kitchen"}``, in OpenAI's streamed ``tool_calls`` deltas;
+    after a ``tool`` result, or without tools, it streams a sentence. Every request
+    body is kept in :attr:`bodies`.
+    """
+
+    def __init__(self) -> None:
+        self.server = _ToolHTTPServer(("127.0.0.1", 0), _ToolHandler)
+        self.server.daemon_threads = True
+        self.server.bodies = []
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return self.server.bodies
+
+    def __enter__(self) -> ToolServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -21,8 +21,9 @@ class AsrAccess(Protocol):
         """The ASR worker pool."""
         ...
 
-    def asr_model(self, name: str | None) -> AsrModel:
-        """The model called ``name`` (None: the default); UnknownModel otherwise."""
+    def asr_model(self, name: str | None, language: str | None = None) -> AsrModel:
+        """The model called ``name`` (None: the default, or with ``language`` one that
+        speaks it); UnknownModel otherwise."""
         ...
 
 

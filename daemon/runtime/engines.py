@@ -165,9 +165,20 @@ class Engines:
 
     # ---------------------------------------------------------------- use
 
-    def asr_model(self, name: str | None) -> AsrModel:
-        """The ASR model called ``name`` (None: the default)."""
+    def asr_model(self, name: str | None, language: str | None = None) -> AsrModel:
+        """The ASR model called ``name``.
+
+        Without a name: the default model, unless ``language`` is one it does not speak
+        and another configured model does (the first in configuration order). A client
+        that names only a language (Home Assistant's speech-to-text sends no model) is
+        then heard by a model that understands it: ``de`` goes to ``base`` beside an
+        English-only default.
+        """
         key = name or self.config.asr.default_model
+        if name is None and language and language != "auto" and key in self.asr:
+            wanted = language.lower()
+            if wanted not in self.asr[key].languages:
+                key = next((n for n, m in self.asr.items() if wanted in m.languages), key)
         if key not in self.asr:
             known = ", ".join(self.asr) or "none loaded"
             raise UnknownModel(f"unknown ASR model '{key}' (models: {known})")
@@ -186,7 +197,7 @@ class Engines:
         assert self.vad is not None, "engines not loaded"
         options = options or SessionOptions(partials=self.partials)
         return SpeechSession(
-            self.asr_model(model),
+            self.asr_model(model, options.transcribe.language),
             self.asr_pool,
             self.vad,
             self.vad_pool,

@@ -24,7 +24,7 @@ import numpy as np
 from daemon.audio.stream import OutputFormat
 from daemon.config import Config, LimitsConfig
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
-from daemon.engines.llm.base import ChatMessage
+from daemon.engines.llm.base import ChatMessage, ReplyPiece, Sampling, ToolSet
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
@@ -35,7 +35,7 @@ from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, Sensitivity, session_profiles, with_sensitivity
 from daemon.speakers.service import SpeakerService
-from daemon.speech.chat import ChatService
+from daemon.speech.chat import ChatOptions, ChatService
 from daemon.speech.conversation import Conversation, Hearing, Mode, Playback
 from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
 from daemon.speech.session import SessionOptions, SpeechSession
@@ -145,7 +145,7 @@ class Hearth:
     def check_transcribe(self, model: str | None, options: TranscribeOptions) -> None:
         """Fail now on an unknown model, or options it cannot honour (a language it
         does not speak), before a request starts."""
-        self._engines.asr_model(model).check_options(options)
+        self._engines.asr_model(model, options.language).check_options(options)
 
     def open_session(
         self,
@@ -351,14 +351,25 @@ class Hearth:
         """The LLM's reply to a client's whole message list (no stored history), with
         the configured sampling where a value is None."""
         chat = self._chat()
-        base = chat.settings.sampling
-        sampling = replace(
-            base,
-            temperature=base.temperature if temperature is None else temperature,
-            top_p=base.top_p if top_p is None else top_p,
-            max_tokens=max_tokens or base.max_tokens,
-        )
-        return chat.complete(messages, sampling)
+        return chat.complete(messages, _sampling(chat, temperature, top_p, max_tokens))
+
+    def complete_with_tools(
+        self,
+        messages: list[ChatMessage],
+        tools: ToolSet | None,
+        *,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[ReplyPiece]:
+        """Like :meth:`complete`, for a reply that may call ``tools`` (read them from
+        OpenAI's JSON with :func:`~daemon.engines.llm.base.tool_set`): text pieces and
+        :class:`~daemon.engines.llm.base.ToolCallDelta` pieces, which
+        :class:`~daemon.engines.llm.base.Reply` puts together. ``messages`` may hold
+        earlier calls and their results (``tool`` turns)."""
+        chat = self._chat()
+        sampling = _sampling(chat, temperature, top_p, max_tokens)
+        return chat.complete_tools(messages, tools, sampling)
 
     async def count_tokens(self, messages: list[ChatMessage], reply: str) -> tuple[int, int]:
         """Tokens of a prompt and of its reply (a local model tokenizes, off the loop)."""
@@ -411,6 +422,11 @@ class Hearth:
         """
         return Conversation(conversation_id, lambda: hearth()._engines, playback)
 
+    def check_chat_options(self, options: ChatOptions) -> None:
+        """Refuse a client's own instructions or limits before a reply uses them (too
+        long a system prompt); ModelUnavailable without the LLM."""
+        self._chat().check_options(options)
+
     async def hearing(
         self,
         hearth: Callable[[], Hearth],
@@ -424,6 +440,7 @@ class Hearth:
         tts_options: SynthesisOptions | None = None,
         wake_word: str | None = None,
         profile: Profile | None = None,
+        sensitivity: Sensitivity = Sensitivity.DEFAULT,
     ) -> Hearing:
         """How a conversation is to hear, checked before anything stops.
 
@@ -439,6 +456,7 @@ class Hearth:
             tts_options: the reply's voice.
             wake_word: the wake model (wake mode only).
             profile: the session timing (None: the mode's own profile).
+            sensitivity: how soon the client wants its turn ended (hands-free).
 
         Raises:
             UnknownModel, InvalidRequest: an unknown model, language, voice or wake
@@ -447,7 +465,7 @@ class Hearth:
         engines = self._engines
         transcribe = transcribe or TranscribeOptions()
         tts_options = tts_options or SynthesisOptions()
-        engines.asr_model(model).check_options(transcribe)
+        engines.asr_model(model, transcribe.language).check_options(transcribe)
         if reply:
             if engines.pipeline is None:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")
@@ -462,7 +480,9 @@ class Hearth:
         chosen = profile or _MODE_PROFILES[mode]
 
         def open_session() -> SpeechSession:
-            return hearth().open_session(chosen, model, transcribe, partials=partials)
+            return hearth().open_session(
+                chosen, model, transcribe, partials=partials, sensitivity=sensitivity
+            )
 
         continuous = mode is not Mode.PUSH_TO_TALK
         return Hearing(
@@ -476,6 +496,19 @@ class Hearth:
             wake_model=wake_model,
             command_timeout_s=self.config.wake.command_timeout_s,
         )
+
+
+def _sampling(
+    chat: ChatService, temperature: float | None, top_p: float | None, max_tokens: int | None
+) -> Sampling:
+    """The configured sampling with a client's values where it gave them."""
+    base = chat.settings.sampling
+    return replace(
+        base,
+        temperature=base.temperature if temperature is None else temperature,
+        top_p=base.top_p if top_p is None else top_p,
+        max_tokens=max_tokens or base.max_tokens,
+    )
 
 
 _MODE_PROFILES = {

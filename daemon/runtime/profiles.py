@@ -32,6 +32,10 @@ class Profile(enum.Enum):
     endpointer and the turn model end each one."""
     WAKE = "wake"
     """Hands-free behind a wake word (WebRTC ``listen`` with ``wake_word``)."""
+    HANDS_FREE_SILENCE = "hands-free-silence"
+    """An open microphone whose utterances end after the fixed trailing silence
+    (``vad.trailing_silence_ms``), never the turn model: the Realtime API's
+    ``server_vad``."""
     WILLOW_UPLOAD = "willow-upload"
     """A Willow device's upload, ended by the device's own VAD (``willow.*``): speculate
     early, no turn model, no partial transcripts."""
@@ -132,6 +136,9 @@ def session_profile(config: Config, profile: Profile) -> SessionProfile:
         return SessionProfile(base.push_to_talk(config.vad.push_to_talk_silence_ms / 1000))
     if profile in (Profile.HANDS_FREE, Profile.WAKE):
         return SessionProfile(base, hands_free=True)
+    if profile is Profile.HANDS_FREE_SILENCE:
+        silence = replace(base, endpoint=replace(base.endpoint, turn=False))
+        return SessionProfile(silence, hands_free=True)
     if profile is Profile.WILLOW_UPLOAD:
         return SessionProfile(_willow(base, config, turn=False), partials=False)
     if profile is Profile.WILLOW_TURN:

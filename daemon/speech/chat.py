@@ -9,9 +9,9 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
-from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.llm.base import ChatMessage, LlmEngine, ReplyPiece, Sampling, ToolSet
 from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
-from daemon.errors import InvalidText, TextTooLong
+from daemon.errors import InvalidRequest, InvalidText, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
 MAX_SPEAKER_CHARS = 64
@@ -90,11 +90,66 @@ class ChatSettings:
     """A reply ends before a phrase of this many words comes again (0: never cut)."""
 
 
+@dataclass(frozen=True)
+class ChatOptions:
+    """One client's own instructions and limits for its replies (None: the configured).
+
+    A client that brings its own persona (the Realtime API's ``instructions``) replaces
+    the configured system prompt; the speaker's name is still added after it.
+    """
+
+    instructions: str | None = None
+    """The system prompt to use instead of ``llm.system_prompt`` ("" : none)."""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    """The longest reply (tokens); None: ``llm.max_tokens``."""
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise InvalidRequest(f"temperature {self.temperature:g} is outside 0..2")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise InvalidRequest(f"max_tokens {self.max_tokens} is below 1")
+
+    def sampling(self, base: Sampling) -> Sampling:
+        """``base`` with this client's temperature and length where it sets them."""
+        if self.temperature is None and self.max_tokens is None:
+            return base
+        return replace(
+            base,
+            temperature=base.temperature if self.temperature is None else self.temperature,
+            max_tokens=base.max_tokens if self.max_tokens is None else self.max_tokens,
+        )
+
+
 async def cut_repetition(pieces: AsyncIterator[str], guard: RepetitionGuard) -> AsyncIterator[str]:
     """Pass ``pieces`` on until they start repeating themselves, then end cleanly and
     stop the generation (the source is closed)."""
     try:
         async for piece in pieces:
+            out = guard.feed(piece)
+            if out:
+                yield out
+            if guard.stopped:
+                _LOGGER.info("Cut a reply that started repeating itself")
+                break
+        tail = guard.finish()
+        if tail:
+            yield tail
+    finally:
+        if isinstance(pieces, AsyncGenerator):
+            await pieces.aclose()
+
+
+async def cut_text_repetition(
+    pieces: AsyncIterator[ReplyPiece], guard: RepetitionGuard
+) -> AsyncIterator[ReplyPiece]:
+    """:func:`cut_repetition` for a reply with tool calls: the text is cut, the calls
+    pass as they come."""
+    try:
+        async for piece in pieces:
+            if not isinstance(piece, str):
+                yield piece
+                continue
             out = guard.feed(piece)
             if out:
                 yield out
@@ -131,17 +186,27 @@ class ChatService:
         return self._fit(system, history, user)
 
     async def prepare_messages(
-        self, conversation_id: str, text: str, *, speaker: str | None = None
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        speaker: str | None = None,
+        instructions: str | None = None,
     ) -> list[ChatMessage]:
-        """Like :meth:`build_messages`, with the token counting in a worker thread."""
-        system, history, user = self._parts(conversation_id, text, speaker)
+        """Like :meth:`build_messages`, with the token counting in a worker thread
+        (``instructions``: a client's own system prompt instead of the configured one)."""
+        system, history, user = self._parts(conversation_id, text, speaker, instructions)
         if not history or not self.llm.context_tokens:
             return system + history + [user]  # nothing to measure
         # Tokenizing a long history takes milliseconds of CPU per turn: not on the loop.
         return await asyncio.to_thread(self._fit, system, history, user)
 
     def _parts(
-        self, conversation_id: str, text: str, speaker: str | None = None
+        self,
+        conversation_id: str,
+        text: str,
+        speaker: str | None = None,
+        instructions: str | None = None,
     ) -> tuple[list[ChatMessage], list[ChatMessage], ChatMessage]:
         """Check the prompt; the system turn, the stored history and the user turn."""
         if not text.strip():
@@ -152,7 +217,8 @@ class ChatService:
             )
         # The speaker goes after the configured prompt: a local model's evaluated prefix
         # (kept by warm_up) stays the same whoever speaks.
-        prompt = "\n\n".join(p for p in (self.settings.system_prompt, speaker_line(speaker)) if p)
+        configured = self.settings.system_prompt if instructions is None else instructions
+        prompt = "\n\n".join(p for p in (configured, speaker_line(speaker)) if p)
         system = [ChatMessage("system", prompt)] if prompt else []
         # The store is read here, on the caller's thread: it is not thread-safe.
         history = self.conversations.history(conversation_id) if conversation_id else []
@@ -178,6 +244,7 @@ class ChatService:
         remember: bool = True,
         *,
         speaker: str | None = None,
+        options: ChatOptions | None = None,
     ) -> AsyncIterator[str]:
         """Stream the LLM's reply to ``text``.
 
@@ -188,14 +255,27 @@ class ChatService:
                 speculative reply passes False and is remembered only if it is used.
             speaker: the enrolled person who said it (None: not known); the system
                 prompt names them.
+            options: the client's own instructions and limits (None: the configured).
         """
-        messages = await self.prepare_messages(conversation_id, text, speaker=speaker)
+        options = options or ChatOptions()
+        self.check_options(options)
+        messages = await self.prepare_messages(
+            conversation_id, text, speaker=speaker, instructions=options.instructions
+        )
         parts: list[str] = []
-        async for piece in self.reply(messages, self.settings.sampling):
+        async for piece in self.reply(messages, options.sampling(self.settings.sampling)):
             parts.append(piece)
             yield piece
         if remember:
             self.remember(conversation_id, text, "".join(parts).strip())
+
+    def check_options(self, options: ChatOptions) -> None:
+        """Refuse instructions longer than a prompt may be (``limits.max_prompt_chars``)."""
+        limit = self.settings.max_prompt_chars
+        if options.instructions is not None and len(options.instructions) > limit:
+            raise TextTooLong(
+                f"instructions are {len(options.instructions)} characters; the limit is {limit}"
+            )
 
     async def complete(
         self, messages: list[ChatMessage], sampling: Sampling | None = None
@@ -205,15 +285,50 @@ class ChatService:
         The messages are used as given (OpenAI semantics: the client sends its own
         system prompt); the same prompt limits apply as to :meth:`chat`.
         """
+        self._check_prompt(messages)
+        async for piece in self.reply(messages, sampling or self.settings.sampling):
+            yield piece
+
+    async def complete_tools(
+        self, messages: list[ChatMessage], tools: ToolSet | None, sampling: Sampling | None = None
+    ) -> AsyncIterator[ReplyPiece]:
+        """Stream a reply to a client's whole message list that may call ``tools``.
+
+        Args:
+            messages: the conversation as the client keeps it, tool calls and their
+                results (``tool`` turns) included.
+            tools: the tools offered and the choice among them (None: none offered).
+            sampling: None for the configured sampling.
+
+        Returns:
+            Text pieces, cut like :meth:`reply`'s where they start repeating, and
+            :class:`~daemon.engines.llm.base.ToolCallDelta` pieces of the calls.
+        """
+        self._check_prompt(messages)
+        sampling = sampling or self.settings.sampling
+        pieces: AsyncIterator[ReplyPiece]
+        if tools is None and not any(m.role == "tool" or m.tool_calls for m in messages):
+            pieces = self.reply(messages, sampling)  # plain text, as complete() gives
+        else:
+            pieces = self.llm.stream_tools(messages, sampling, tools or ToolSet())
+            if self.settings.repeat_ngram:
+                pieces = cut_text_repetition(pieces, RepetitionGuard(self.settings.repeat_ngram))
+        try:
+            async for piece in pieces:
+                yield piece
+        finally:
+            if isinstance(pieces, AsyncGenerator):
+                await pieces.aclose()  # a client gone mid-reply stops the generation now
+
+    def _check_prompt(self, messages: list[ChatMessage]) -> None:
+        """A client's message list must say something and stay within the prompt limit."""
         if not any(m.content.strip() for m in messages if m.role != "system"):
             raise InvalidText("the prompt is empty")
-        chars = sum(len(m.content) for m in messages)
+        chars = sum(m.size for m in messages)
         if chars > self.settings.max_prompt_chars:
             raise TextTooLong(
                 f"prompt is {chars} characters; the limit is {self.settings.max_prompt_chars}"
             )
-        async for piece in self.reply(messages, sampling or self.settings.sampling):
-            yield piece
 
     def reply(self, messages: list[ChatMessage], sampling: Sampling) -> AsyncIterator[str]:
         """The LLM's reply to ``messages``, cut where it starts repeating itself: the

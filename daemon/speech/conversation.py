@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ from daemon.errors import HearthError, InvalidRequest
 from daemon.speakers.service import SpeakerLookup, SpeakerService
 from daemon.speech import conversation_state as cs
 from daemon.speech import events as ev
+from daemon.speech.chat import ChatOptions
 from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
 from daemon.speech.reply import SAY_BURST, Playback, ReplySlot, SayBudget, said
 from daemon.speech.session import SpeechSession
@@ -111,6 +112,8 @@ class Conversation:
         self._tasks = OwnedTasks(f"conversation-{conversation_id}")
         self._reply = ReplySlot(self._tasks, self._emit, playback)
         self._says = SayBudget()
+        self.chat_options = ChatOptions()
+        """How replies are written (a client's instructions and limits): read as each starts."""
 
     # ---------------------------------------------------------------- reading
 
@@ -143,12 +146,7 @@ class Conversation:
 
     async def listen(self, hearing: Hearing) -> None:
         """Hear in a new mode; what was heard before (and a reply) stops."""
-        try:
-            session = hearing.open_session()  # fails (unknown model) before anything stops
-        except BaseException:
-            if hearing.wake is not None:
-                await hearing.wake.close()
-            raise
+        session = await _open_session(hearing)  # fails (unknown model) before anything stops
         self._generation += 1
         self.hearing = hearing
         signal = cs.Listen(hearing.mode, hearing.reply, hearing.require_known)
@@ -162,6 +160,10 @@ class Conversation:
         """Stop hearing; a reply under way plays on."""
         await self._apply(cs.Mute())
 
+    async def interrupt(self) -> None:
+        """Stop the reply and its audio, as new speech would (barge-in); hearing goes on."""
+        await self._apply(cs.VoiceOn())
+
     async def say(self, text: str, options: SynthesisOptions) -> None:
         """Speak ``text`` (an announcement) as the reply; raises before anything stops."""
         tts = self._services().tts
@@ -172,9 +174,13 @@ class Conversation:
         await self._apply(cs.Say(), say=(tts, text, options))
 
     async def ask(
-        self, text: str, speak: bool = True, tts_options: SynthesisOptions | None = None
+        self,
+        text: str,
+        speak: bool = True,
+        tts_options: SynthesisOptions | None = None,
+        chat_options: ChatOptions | None = None,
     ) -> None:
-        """Answer ``text`` as if it had been said (a typed message)."""
+        """Answer ``text`` as if it had been said (a typed message), under ``chat_options``."""
         pipeline = self._services().pipeline
         if pipeline is None:
             raise InvalidRequest("replies need the LLM and TTS, which are not both enabled")
@@ -184,6 +190,7 @@ class Conversation:
             speak=speak,
             tts_options=tts_options,
             speaker=self._last_speaker,
+            chat_options=chat_options or self.chat_options,
         )
         await self._apply(cs.Ask(), run=run)
 
@@ -288,18 +295,7 @@ class Conversation:
         at once; the session's reader sends the final (and starts the reply)."""
         speech, self._speech, self._listener = self._speech, None, None
         if speech is not None:
-            self._tasks.spawn(self._finish_speech(speech), "finish")
-
-    async def _finish_speech(self, speech: SpeechSession) -> None:
-        try:
-            await speech.finish()
-        except HearthError as exc:
-            await self._emit(ev.RunError(exc.code, exc.message))
-        except Exception:  # noqa: BLE001 - the conversation lives on; the client hears why
-            _LOGGER.exception("[%s] final decode failed", self.id)
-            await self._emit(ev.RunError("internal-error", "internal error"))
-        finally:
-            await speech.close()
+            self._tasks.spawn(_finish_speech(speech, self._emit, self.id), "finish")
 
     async def _renew(self) -> None:
         """Between utterances after a reload: a speech session from the current engines."""
@@ -322,7 +318,9 @@ class Conversation:
         pipeline = services.pipeline if hearing.reply else None
         replies = None
         if pipeline is not None:
-            replies = pipeline.replies(self.id, hearing.speak, hearing.tts_options)
+            replies = pipeline.replies(
+                self.id, hearing.speak, hearing.tts_options, self.chat_options
+            )
             replies.speaker = self._last_speaker
         lookup = SpeakerLookup(services.speakers)
         speech.on_utterance = lookup.start
@@ -333,10 +331,11 @@ class Conversation:
                     lookup = SpeakerLookup(services.speakers)
                     speech.on_utterance = lookup.start
                     continue
+                await self._emit(event)  # the speech first, then what it stops
                 if isinstance(event, ev.VoiceStarted):
                     await self._apply(cs.VoiceOn())  # barge-in
-                await self._emit(event)
                 if replies is not None:
+                    replies.chat_options = self.chat_options  # a change applies from now on
                     await replies.observe(event)
         except HearthError as exc:
             await self._emit(ev.RunError(exc.code, exc.message))
@@ -388,6 +387,31 @@ class Conversation:
 
     async def _emit(self, event: ConversationEvent) -> None:
         await self._out.put(event)
+
+
+async def _open_session(hearing: Hearing) -> SpeechSession:
+    """The hearing's speech session; when it cannot open, its wake listener is freed."""
+    try:
+        return hearing.open_session()
+    except BaseException:
+        if hearing.wake is not None:
+            await hearing.wake.close()
+        raise
+
+
+async def _finish_speech(
+    speech: SpeechSession, emit: Callable[[ConversationEvent], Awaitable[None]], owner: str
+) -> None:
+    """Push-to-talk: the final decode, beside the caller; a failure is the client's event."""
+    try:
+        await speech.finish()
+    except HearthError as exc:
+        await emit(ev.RunError(exc.code, exc.message))
+    except Exception:  # noqa: BLE001 - the conversation lives on; the client hears why
+        _LOGGER.exception("[%s] final decode failed", owner)
+        await emit(ev.RunError("internal-error", "internal error"))
+    finally:
+        await speech.close()
 
 
 async def _drop(run: PipelineRun) -> None:

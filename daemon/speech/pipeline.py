@@ -26,7 +26,7 @@ from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.text import SentenceSplitter
 from daemon.errors import HearthError, InvalidText
-from daemon.speech.chat import ChatService
+from daemon.speech.chat import ChatOptions, ChatService
 from daemon.speech.events import (
     FinalTranscript,
     PipelineEvent,
@@ -70,9 +70,11 @@ class SpeechPipeline:
         tts_options: SynthesisOptions | None = None,
         speculate: bool = True,
         speaker: str | None = None,
+        chat_options: ChatOptions | None = None,
     ) -> PipelineRun:
         """Begin a run; read :meth:`PipelineRun.events` from now on (with a session,
-        while its audio still arrives, so that the reply can start speculatively)."""
+        while its audio still arrives, so that the reply can start speculatively).
+        ``chat_options``: the client's own instructions and limits for the reply."""
         return PipelineRun(
             self,
             session,
@@ -82,6 +84,7 @@ class SpeechPipeline:
             tts_options or SynthesisOptions(),
             speculate,
             speaker,
+            chat_options or ChatOptions(),
         )
 
     def replies(
@@ -89,9 +92,14 @@ class SpeechPipeline:
         conversation_id: str = "",
         speak: bool = True,
         tts_options: SynthesisOptions | None = None,
+        chat_options: ChatOptions | None = None,
     ) -> SpeculativeReplies:
         """Replies to each utterance of a hands-free stream, started speculatively."""
-        return SpeculativeReplies(self, conversation_id, speak, tts_options or SynthesisOptions())
+        replies = SpeculativeReplies(
+            self, conversation_id, speak, tts_options or SynthesisOptions()
+        )
+        replies.chat_options = chat_options or ChatOptions()
+        return replies
 
     def run(self, **kwargs: object) -> AsyncIterator[PipelineEvent]:
         """Shorthand for ``start(...).events()`` (for input that is already complete)."""
@@ -115,10 +123,13 @@ class _Reply:
         speak: bool,
         tts_options: SynthesisOptions,
         speaker: str | None = None,
+        chat_options: ChatOptions | None = None,
     ) -> None:
         self.text = text
         self.speaker = speaker
         """The enrolled speaker the reply is for (the system prompt names them)."""
+        self.chat_options = chat_options or ChatOptions()
+        """The client's own instructions and limits the reply is written under."""
         self._chat = pipeline.chat
         self._tts = pipeline.tts
         self._conversation_id = conversation_id
@@ -147,7 +158,11 @@ class _Reply:
         splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
         parts: list[str] = []
         async for piece in self._chat.chat(
-            self._conversation_id, self.text, remember=False, speaker=self.speaker
+            self._conversation_id,
+            self.text,
+            remember=False,
+            speaker=self.speaker,
+            options=self.chat_options,
         ):
             parts.append(piece)
             await self._out.put(ReplyChunk(piece))
@@ -209,6 +224,7 @@ class PipelineRun:
         tts_options: SynthesisOptions,
         speculate: bool,
         speaker: str | None = None,
+        chat_options: ChatOptions | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.session = session
@@ -217,6 +233,7 @@ class PipelineRun:
         self.speak = speak
         self.tts_options = tts_options
         self.speaker = speaker
+        self.chat_options = chat_options or ChatOptions()
         self.speculation_used = False
         """True when the reply came from a speculative start."""
         self._speculate = speculate
@@ -224,7 +241,13 @@ class PipelineRun:
 
     def _new_reply(self, text: str) -> _Reply:
         return _Reply(
-            self.pipeline, self.conversation_id, text, self.speak, self.tts_options, self.speaker
+            self.pipeline,
+            self.conversation_id,
+            text,
+            self.speak,
+            self.tts_options,
+            self.speaker,
+            self.chat_options,
         )
 
     async def _drop_speculation(self) -> None:
@@ -253,7 +276,8 @@ class PipelineRun:
                 # of finish() reports why.
             if text and text.strip():
                 spec = self._spec
-                if spec is not None and (spec.text, spec.speaker) == (text, self.speaker):
+                wanted = (text, self.speaker, self.chat_options)
+                if spec is not None and (spec.text, spec.speaker, spec.chat_options) == wanted:
                     reply, self._spec = spec, None
                     self.speculation_used = True
                 else:
@@ -302,6 +326,9 @@ class SpeculativeReplies:
         self.speaker: str | None = None
         """Whose voice the next utterance is expected to be (the last one heard): a
         speculative reply is written for them, and kept when the final agrees."""
+        self.chat_options = ChatOptions()
+        """The client's instructions and limits for the next reply (a change applies to
+        the next speculative start)."""
         self._spec: _Reply | None = None
 
     async def observe(self, event: PipelineEvent) -> None:
@@ -316,6 +343,7 @@ class SpeculativeReplies:
                     self.speak,
                     self.tts_options,
                     self.speaker,
+                    self.chat_options,
                 )
 
     def start(self, final: FinalTranscript) -> PipelineRun:
@@ -326,8 +354,9 @@ class SpeculativeReplies:
             speak=self.speak,
             tts_options=self.tts_options,
             speaker=final.speaker,
+            chat_options=self.chat_options,
         )
-        run._spec, self._spec = self._spec, None  # used when text and speaker match
+        run._spec, self._spec = self._spec, None  # used when text, speaker and options match
         self.speaker = final.speaker
         return run
 

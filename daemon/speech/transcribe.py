@@ -68,7 +68,7 @@ async def transcribe_samples(
     Returns:
         Text, language, segments, timing and the translation when asked for.
     """
-    asr = engines.asr_model(model)
+    asr = engines.asr_model(model, options.language)
     asr.check_options(options)
     audio = await asyncio.to_thread(pcm_to_float, samples)  # up to an hour: not on the loop
     began = time.perf_counter()
@@ -111,7 +111,7 @@ async def stream_segments(
     engines: AsrAccess, samples: np.ndarray, model: str | None, options: TranscribeOptions
 ) -> AsyncIterator[Segment | Transcript]:
     """Segments as the model decodes them, then the whole Transcript."""
-    asr = engines.asr_model(model)
+    asr = engines.asr_model(model, options.language)
     asr.check_options(options)
     audio = await asyncio.to_thread(pcm_to_float, samples)
     async for item in engines.asr_pool.stream(lambda: asr.transcribe_segments(audio, options)):

@@ -23,6 +23,7 @@ from protocols.http import (
     metrics,
     openai_api,
     pages,
+    realtime_route,
     speakers_api,
     sts,
     voices_api,
@@ -100,4 +101,5 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
     ):
         app.include_router(module.router, responses=shared)
     app.include_router(openai_api.router, responses=error_responses(openai=True))
+    app.include_router(realtime_route.router)
     return app

@@ -28,7 +28,8 @@ from daemon.engines.asr.window import (
 
 _LOGGER = logging.getLogger(__name__)
 
-# Languages Whisper's multilingual models know (ISO 639-1 where one exists).
+# Languages Whisper's multilingual models know, in the order of their tokens (ISO 639-1
+# where one exists).
 MULTILINGUAL = (
     "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu "
     "ta no th ur hr bg lt la mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn "
@@ -92,7 +93,10 @@ class WhisperAsr(AsrModel):
         )
         self.multilingual = bool(self._model.model.is_multilingual)
         self.default_language = language or ("" if self.multilingual else "en")
-        self.languages = tuple(MULTILINGUAL) if self.multilingual else ("en",)
+        # Whisper's language tokens come in MULTILINGUAL's order; large-v3 added the
+        # 100th (yue), which base and the other earlier models do not have.
+        count = int(self._model.model.num_languages)
+        self.languages = tuple(MULTILINGUAL[:count]) if self.multilingual else ("en",)
         self.windowed = window == "auto"
         """Decode in a window cut to the utterance (checked, else the 30 s one)."""
         self._counts: Counter[tuple[str, str]] = Counter()

@@ -1,15 +1,35 @@
-"""A local quantized GGUF model through llama-cpp-python."""
+"""A local quantized GGUF model through llama-cpp-python.
+
+Plain replies go through llama-cpp-python's chat completion. Replies that may call
+tools render the model's own chat template with the tools
+(:mod:`daemon.engines.llm.local_tools`) and read the calls back from the text
+(:class:`~daemon.engines.llm.toolcalls.ToolCallParser`).
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
-from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.llm.base import (
+    ChatMessage,
+    LlmEngine,
+    ReplyPiece,
+    Sampling,
+    ToolChoice,
+    ToolSet,
+)
+from daemon.engines.llm.local_tools import ChatTemplate, call_grammar
+from daemon.engines.llm.toolcalls import (
+    OPEN,
+    FollowUpGuard,
+    ToolCallParser,
+    parse_calls,
+    results_as_text,
+)
 from daemon.engines.workers import WorkerPool
 from daemon.errors import PromptTooLong
 
@@ -45,18 +65,28 @@ class LocalLlm(LlmEngine):
             n_threads=threads or None,
             verbose=False,
         )
+        self._template = ChatTemplate.of(self._llama)
 
     def count_tokens(self, messages: list[ChatMessage]) -> int:
         """Exact token count with the model's tokenizer, plus template overhead (blocking)."""
         total = 0
         for message in messages:
-            tokens = self._llama.tokenize(message.content.encode("utf-8"), add_bos=False)
+            text = message.content + "".join(c.name + c.arguments for c in message.tool_calls)
+            tokens = self._llama.tokenize(text.encode("utf-8"), add_bos=False)
             total += len(tokens) + MESSAGE_OVERHEAD
         return total
 
-    def check_fits(self, messages: list[ChatMessage], sampling: Sampling) -> None:
-        """Raise PromptTooLong unless the prompt plus the reply fit the context (blocking)."""
-        used = self.count_tokens(messages)
+    def check_fits(
+        self, messages: list[ChatMessage], sampling: Sampling, prompt: str | None = None
+    ) -> None:
+        """Raise PromptTooLong unless the prompt plus the reply fit the context (blocking).
+
+        ``prompt``: the rendered prompt, counted exactly (tool definitions included).
+        """
+        if prompt is None:
+            used = self.count_tokens(messages)
+        else:
+            used = len(self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
         if used + sampling.max_tokens > self.context_tokens:
             raise PromptTooLong(
                 f"prompt is {used} tokens; with {sampling.max_tokens} for the reply it "
@@ -67,7 +97,7 @@ class LocalLlm(LlmEngine):
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
         """Stream the reply; tokenizing and generating run in the LLM worker."""
-        payload: Any = [asdict(m) for m in messages]
+        payload: Any = [m.to_openai() for m in messages]
 
         def work() -> Iterator[str]:
             # Tokenizing the prompt is CPU work too: here, not on the event loop.
@@ -88,3 +118,86 @@ class LocalLlm(LlmEngine):
 
         async for piece in self.pool.stream(work):
             yield piece
+
+    def stream_tools(
+        self, messages: list[ChatMessage], sampling: Sampling, tools: ToolSet
+    ) -> AsyncIterator[ReplyPiece]:
+        """Stream a reply that may call ``tools``, through the model's own template.
+
+        Unless a call is forced, what small models answer instead of a call or words
+        is dropped: calls of functions not offered, stray JSON, and after tool results
+        a call repeated or a result echoed
+        (:class:`~daemon.engines.llm.toolcalls.FollowUpGuard`). When nothing else came,
+        the model is asked again without tools (the calls and results told in plain
+        turns).
+        """
+        if self._template is None or not self._template.takes_tools:
+            return super().stream_tools(messages, sampling, tools)
+        return self._tool_reply(messages, sampling, tools)
+
+    async def _tool_reply(
+        self, messages: list[ChatMessage], sampling: Sampling, tools: ToolSet
+    ) -> AsyncIterator[ReplyPiece]:
+        names = [t.name for t in tools.usable()]
+        parser = ToolCallParser(names, inside=tools.forced, strict=not tools.forced)
+        pieces = self._generate(messages, sampling, tools, parser)
+        if tools.forced:
+            async for item in pieces:
+                yield item
+            return
+        guard = FollowUpGuard(messages)
+        passed = False
+        async for item in pieces:
+            for out in guard.feed(item):
+                passed = True
+                yield out
+        rest, again = guard.finish()
+        for out in rest:
+            passed = True
+            yield out
+        if passed or not (again or parser.dropped):
+            return
+        # Nothing but an invented function, stray JSON, or a call or result repeated:
+        # once more, in words.
+        _LOGGER.info("The model answered no usable call or words; asking it for words")
+        words = results_as_text(messages) if guard.active else messages
+        none = ToolSet(tools.tools, ToolChoice("none"))
+        async for item in self._generate(words, sampling, none, ToolCallParser(())):
+            yield item
+
+    def _generate(
+        self,
+        messages: list[ChatMessage],
+        sampling: Sampling,
+        tools: ToolSet,
+        parser: ToolCallParser,
+    ) -> AsyncIterator[ReplyPiece]:
+        """One generation with the template: its text and the calls ``parser`` finds."""
+        template = self._template
+        assert template is not None
+        usable = tools.usable()
+        forced = tools.forced
+
+        def work() -> Iterator[str]:
+            # Rendering, tokenizing and compiling the grammar are CPU work: here.
+            prompt = template.render(messages, tools) + (f"{OPEN}\n" if forced else "")
+            self.check_fits(messages, sampling, prompt)
+            grammar = call_grammar(usable) if forced else None
+            with self._lock:
+                stream = self._llama.create_completion(
+                    prompt,
+                    stream=True,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens,
+                    # A forced call is JSON: its braces and quotes must not be penalized.
+                    repeat_penalty=1.0 if forced else sampling.repeat_penalty,
+                    stop=template.stop,
+                    grammar=grammar,
+                )
+                for chunk in cast(Iterator[dict[str, Any]], stream):
+                    piece = chunk["choices"][0]["text"]
+                    if piece:
+                        yield str(piece)
+
+        return parse_calls(self.pool.stream(work), parser)

@@ -14,12 +14,18 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import asdict
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import httpx
 
-from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
+from daemon.engines.llm.base import (
+    ChatMessage,
+    LlmEngine,
+    ReplyPiece,
+    Sampling,
+    ToolCallDelta,
+    ToolSet,
+)
 from daemon.engines.remote import Endpoint, EndpointSet, RemoteFailure, classify, status_failure
 from daemon.errors import LlmUnavailable, PromptTooLong
 
@@ -32,8 +38,34 @@ MAX_ERROR_BODY = 4096
 
 def conversation_key(messages: list[ChatMessage]) -> str:
     """What every request of one conversation starts with, as a short hash."""
-    opening = [asdict(m) for m in messages[:2]]
+    opening = [m.to_openai() for m in messages[:2]]
     return hashlib.sha256(json.dumps(opening).encode()).hexdigest()[:16]
+
+
+def delta_pieces(data: str) -> list[ReplyPiece]:
+    """The text and tool-call pieces of one server-sent chunk (its JSON ``data``).
+
+    Raises:
+        RemoteFailure: the chunk is not a chat completion chunk.
+    """
+    try:
+        delta = json.loads(data)["choices"][0].get("delta") or {}
+        out: list[ReplyPiece] = []
+        if delta.get("content"):
+            out.append(str(delta["content"]))
+        for call in delta.get("tool_calls") or []:
+            function = call.get("function") or {}
+            out.append(
+                ToolCallDelta(
+                    index=int(call.get("index", 0)),
+                    id=str(call.get("id") or ""),
+                    name=str(function.get("name") or ""),
+                    arguments=str(function.get("arguments") or ""),
+                )
+            )
+        return out
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise RemoteFailure("garbage", "sent a malformed event") from None
 
 
 class RemoteLlm(LlmEngine):
@@ -65,14 +97,49 @@ class RemoteLlm(LlmEngine):
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
         """Stream the reply from the server's server-sent events (or the fallback's)."""
-        body = {
+        body = self._body(messages, sampling)
+        pieces = self._failover(messages, body, lambda llm: llm.stream_chat(messages, sampling))
+        try:
+            async for piece in pieces:
+                if isinstance(piece, str):
+                    yield piece
+        finally:
+            await pieces.aclose()  # now: the endpoint is released when the reply is cut
+
+    def stream_tools(
+        self, messages: list[ChatMessage], sampling: Sampling, tools: ToolSet
+    ) -> AsyncIterator[ReplyPiece]:
+        """Stream a reply that may call ``tools``: the server gets the tools and the
+        choice as the client sent them, and its ``tool_calls`` deltas come back as
+        they stream (the fallback model, if it answers, uses its own way)."""
+        body = self._body(messages, sampling)
+        if tools.tools:  # else a conversation with results, and no tools this turn
+            body["tools"] = [tool.to_openai() for tool in tools.tools]
+        if tools.choice_sent:
+            body["tool_choice"] = tools.choice.to_openai()
+        if tools.parallel is not None:
+            body["parallel_tool_calls"] = tools.parallel
+        return self._failover(
+            messages, body, lambda llm: llm.stream_tools(messages, sampling, tools)
+        )
+
+    def _body(self, messages: list[ChatMessage], sampling: Sampling) -> dict[str, object]:
+        return {
             "model": self.model,
-            "messages": [asdict(m) for m in messages],
+            "messages": [m.to_openai() for m in messages],
             "stream": True,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
+
+    async def _failover(
+        self,
+        messages: list[ChatMessage],
+        body: dict[str, object],
+        fallback: Callable[[LlmEngine], AsyncIterator[ReplyPiece]],
+    ) -> AsyncGenerator[ReplyPiece, None]:
+        """The reply from the healthy endpoints in turn, then ``fallback(model)``'s."""
         key = conversation_key(messages)
         deadline = time.monotonic() + self.timeout_s
         tried: set[str] = set()
@@ -111,12 +178,12 @@ class RemoteLlm(LlmEngine):
             "Remote LLM failed (%s: %s); answering with '%s'", reason, detail, self.fallback.name
         )
         self.endpoints.count_fallback(reason)
-        async for piece in self.fallback.stream_chat(messages, sampling):
+        async for piece in fallback(self.fallback):
             yield piece
 
     async def _stream(
         self, ep: Endpoint, body: dict[str, object], deadline: float
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[ReplyPiece]:
         """The reply's pieces from one endpoint; RemoteFailure when it fails."""
         left = max(0.1, deadline - time.monotonic())
         try:
@@ -141,12 +208,7 @@ class RemoteLlm(LlmEngine):
                     data = line[5:].strip()
                     if data == "[DONE]":
                         break
-                    try:
-                        delta = json.loads(data)["choices"][0].get("delta") or {}
-                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                        raise RemoteFailure("garbage", "sent a malformed event") from None
-                    piece = delta.get("content")
-                    if piece:
+                    for piece in delta_pieces(data):
                         yield piece
         except httpx.HTTPError as exc:
             raise classify(exc) from None

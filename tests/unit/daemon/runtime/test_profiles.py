@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from daemon.config import Config, parse_config
+from daemon.engines.asr.base import TranscribeOptions
 from daemon.runtime.profiles import (
     AGGRESSIVE_PAUSES,
     RELAXED_PAUSES,
@@ -120,3 +121,27 @@ def test_an_explicit_acoustic_threshold_is_the_one_moved():
     pinned = replace(settings, turn=TurnPolicy(threshold=0.7))
     relaxed = with_sensitivity(pinned, Sensitivity.RELAXED, 0.85)
     assert relaxed.turn.threshold == pytest.approx(0.85)
+
+
+def test_a_language_the_default_does_not_speak_goes_to_a_model_that_does(tmp_path):
+    from daemon.errors import UnsupportedLanguage
+    from tests.fakes import FakeAsr, fake_config, fake_engines
+
+    fakes = fake_engines(fake_config(tmp_path))
+    engines = fakes.engines
+    default = engines.asr_model(None)
+    german = FakeAsr("base", languages=("en", "de", "fr"))
+    engines.asr["base"] = german
+    assert engines.asr_model(None, "de") is german  # Home Assistant names no model
+    assert engines.asr_model(None, "DE") is german
+    assert engines.asr_model(None, "en") is default  # the default speaks it: kept
+    assert engines.asr_model(None, "auto") is default
+    assert engines.asr_model(None) is default
+    # A model named outright is that model, whatever the language.
+    with pytest.raises(UnsupportedLanguage):
+        options = TranscribeOptions(language="de")
+        engines.asr_model(default.name, "de").check_options(options)
+    # Nobody speaks it: the default refuses, naming what it speaks.
+    with pytest.raises(UnsupportedLanguage):
+        engines.asr_model(None, "ja").check_options(TranscribeOptions(language="ja"))
+    fakes.close()

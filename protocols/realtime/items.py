@@ -1,0 +1,275 @@
+"""What a client adds to the conversation, and what it asks of it.
+
+``conversation.item.create`` adds a user message (typed, or audio that is
+transcribed here through the facade) or a system message (it follows the session's
+instructions); ``truncate`` and ``delete`` act on items the session knows.
+``response.create`` becomes a :class:`Request`: the response's own settings over the
+session's, answered by :func:`answer` once every user item it answers has its words.
+Hearth's history holds what the person said and what Hearth answered, so an
+assistant message cannot be added, and tool items go to the tools hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from daemon.audio.pcm import PcmConverter
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.errors import AudioTooLong, HearthError
+from daemon.speech.chat import ChatOptions
+from protocols.realtime import config as cfg
+from protocols.realtime.audio import WireFormat, decode_base64, wire_format
+from protocols.realtime.responses import Response, UserItem, message_item
+from protocols.realtime.wire import Refused, event, new_id
+
+if TYPE_CHECKING:
+    from protocols.realtime.session import RealtimeSession
+
+_LOGGER = logging.getLogger(__name__)
+MAX_ITEM_ID = 64
+
+
+def spoken() -> UserItem:
+    """A new user item made of input audio."""
+    return UserItem(new_id("item"))
+
+
+# ---------------------------------------------------------------- items
+
+
+async def create(session: RealtimeSession, item: object) -> None:
+    """``conversation.item.create``: a user or system message joins the conversation."""
+    if not isinstance(item, dict):
+        raise Refused("'item' must be an object", "invalid_type", "item")
+    kind = item.get("type", "message")
+    if kind in ("function_call", "function_call_output"):
+        session.tools_hook(({"name": str(item.get("name", kind))},))
+    if kind != "message":
+        raise Refused(f"unknown item type {str(kind)[:32]!r}", "invalid_value", "item.type")
+    item_id = item.get("id") or new_id("item")
+    if not isinstance(item_id, str) or len(item_id) > MAX_ITEM_ID or item_id in session.book.known:
+        raise Refused("'item.id' must be a new id of at most 64 characters", param="item.id")
+    role = item.get("role")
+    texts, audio = _content(item.get("content"), session.config.input_format)
+    limit = session.hearth().limits.max_prompt_chars
+    text = "\n".join(t for t in texts if t.strip())
+    if len(text) > limit:
+        raise Refused(f"the text is longer than {limit} characters", param="item.content")
+    if role == "system":
+        await _system(session, item_id, text, audio)
+    elif role == "user":
+        await _user(session, item_id, text, audio)
+    elif role == "assistant":
+        raise Refused(
+            "assistant messages cannot be added: Hearth's history holds what it said",
+            param="item.role",
+        )
+    else:
+        raise Refused("'item.role' must be user or system", param="item.role")
+
+
+async def _system(session: RealtimeSession, item_id: str, text: str, audio: bytes | None) -> None:
+    if audio is not None or not text:
+        raise Refused("a system message holds text only", param="item.content")
+    notes = [*session.system_items, text]
+    chat = session.config.chat_options(notes, session.defaults().instructions)
+    facade = session.hearth()
+    if facade.chats:
+        facade.check_chat_options(chat)
+    session.system_items = notes
+    session.conversation.chat_options = chat
+    previous = session.book.last_item
+    session.book.remember(item_id, "system")
+    body = message_item(item_id, "system", "completed", [{"type": "input_text", "text": text}])
+    await session.send(event("conversation.item.added", previous_item_id=previous, item=body))
+    await session.send(event("conversation.item.done", item=body))
+
+
+async def _user(session: RealtimeSession, item_id: str, text: str, audio: bytes | None) -> None:
+    if audio is not None and text:
+        raise Refused("a user message holds text or audio, not both", param="item.content")
+    user = UserItem(item_id, audio=audio is not None)
+    if audio is None:
+        if not text:
+            raise Refused("the message is empty", param="item.content")
+        await session.book.add_user(user, text)
+        await session.send(event("conversation.item.done", item=user.render(text)))
+        user.resolve(text)
+    else:
+        await session.book.add_user(user)
+        fmt = session.config.input_format
+        session.spawn(_transcribe(session, user, audio, fmt), "transcribe-item")
+    session.book.pending.append(user)
+
+
+async def _transcribe(
+    session: RealtimeSession, user: UserItem, pcm: bytes, fmt: WireFormat
+) -> None:
+    """The words of an audio item, decoded whole."""
+    facade = session.hearth()
+    try:
+        samples = await asyncio.to_thread(_internal, pcm, fmt)
+        limit = facade.limits.max_audio_s
+        if len(samples) > limit * 16000:
+            raise AudioTooLong(f"the audio is longer than {limit:g} s")
+        config = session.config
+        options = session.transcribe_options(config)
+        result = await facade.transcribe_file(samples, session.asr_model(config), options)
+        await session.book.transcribed(user, result.text, result.audio_ms)
+    except HearthError as exc:
+        user.resolve("")
+        details = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
+        await session.send(
+            event(
+                "conversation.item.input_audio_transcription.failed",
+                item_id=user.id,
+                content_index=0,
+                error=details | {"param": None},
+            )
+        )
+    finally:
+        user.resolve("")  # never left waiting, whatever happened
+
+
+def _internal(pcm: bytes, fmt: WireFormat) -> np.ndarray:
+    """PCM of ``fmt`` as Hearth's 16 kHz int16 samples (blocking)."""
+    converter = PcmConverter(fmt.pcm)
+    return np.concatenate([converter.convert(pcm), converter.flush()])
+
+
+def _content(content: object, fmt: WireFormat) -> tuple[list[str], bytes | None]:
+    """The texts and the audio (as PCM) of an item's content parts."""
+    if not isinstance(content, list) or not content:
+        raise Refused("'item.content' must be a list of parts", param="item.content")
+    texts: list[str] = []
+    audio: bytes | None = None
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "text", "output_text") and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind == "input_audio" and audio is None:
+            audio = fmt.to_pcm(decode_base64(part.get("audio"), "item.content.audio"))
+        else:
+            raise Refused("content parts are input_text, or one input_audio", param="item.content")
+    return texts, audio
+
+
+async def truncate(session: RealtimeSession, data: dict[str, Any]) -> None:
+    """``conversation.item.truncate``: the client played this much of a reply; one still
+    under way stops."""
+    item_id, end = data.get("item_id"), data.get("audio_end_ms")
+    if not isinstance(item_id, str) or session.book.known.get(item_id) != "assistant":
+        raise Refused("no assistant item with that id", param="item_id")
+    if isinstance(end, bool) or not isinstance(end, int) or end < 0:
+        raise Refused("'audio_end_ms' must be a whole number of ms", param="audio_end_ms")
+    book = session.book
+    for response in (book.response, book.draining):
+        if response is not None and response.item_id == item_id:
+            await session.cancel(response, "client_cancelled")
+    await session.send(
+        event("conversation.item.truncated", item_id=item_id, content_index=0, audio_end_ms=end)
+    )
+
+
+async def delete(session: RealtimeSession, data: dict[str, Any]) -> None:
+    """``conversation.item.delete``: an item not yet answered is not answered."""
+    item_id = data.get("item_id")
+    book = session.book
+    if not isinstance(item_id, str) or item_id not in book.known:
+        raise Refused("no item with that id", param="item_id")
+    book.known.pop(item_id)
+    book.pending = [item for item in book.pending if item.id != item_id]
+    await session.send(event("conversation.item.deleted", item_id=item_id))
+
+
+# ---------------------------------------------------------------- responses
+
+
+@dataclass
+class Request:
+    """A ``response.create``, checked, before the conversation is asked."""
+
+    response: Response
+    tts: SynthesisOptions | None
+    chat: ChatOptions
+    instructions: str | None
+    """The response's own instructions (they are the question when nothing waits)."""
+
+
+def response_request(session: RealtimeSession, given: object) -> Request:
+    """The settings of ``response.create``'s ``response`` over the session's."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise Refused("'response' must be an object", "invalid_type", "response")
+    config = session.config
+    if given.get("conversation", "auto") != "auto":
+        raise Refused("only responses in the conversation are made", param="response.conversation")
+    if given.get("input") is not None:
+        raise Refused(
+            "a response answers the conversation, not its own input", param="response.input"
+        )
+    if given.get("tools"):
+        session.tools_hook(tuple(given["tools"]))
+    audio = given.get("audio")
+    output = audio.get("output") if isinstance(audio, dict) else None
+    output = output if isinstance(output, dict) else {}
+    speaks = config.speaks
+    for key in ("output_modalities", "modalities"):
+        if key in given:
+            speaks = "audio" in cfg.modalities(given[key], f"response.{key}")
+    voice = config.voice
+    if "voice" in output or "voice" in given:
+        voice = cfg.voice(output.get("voice", given.get("voice")), "response.audio.output.voice")
+    fmt = config.output_format
+    if "format" in output or "output_audio_format" in given:
+        name = output.get("format", given.get("output_audio_format"))
+        fmt = wire_format(name, "response.audio.output.format")
+    tokens = config.max_output_tokens
+    for key in ("max_output_tokens", "max_response_output_tokens"):
+        if key in given:
+            tokens = cfg.max_tokens(given[key], f"response.{key}")
+    instructions = given.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise Refused("'response.instructions' must be a string", param="response.instructions")
+    limits: dict[str, Any] = {"max_tokens": tokens}
+    if given.get("temperature") is not None:
+        limits["temperature"] = cfg.number(given["temperature"], "response.temperature", 0, 2)
+    chat = session.chat_options(instructions, **limits)
+    facade = session.hearth()
+    if facade.chats:
+        facade.check_chat_options(chat)
+    if speaks and not facade.speaks:
+        raise Refused("spoken output needs TTS, which is not enabled", param="response.audio")
+    tts = None
+    if speaks:
+        aliases = session.voice_aliases
+        tts = facade.resolve_voice(voice, aliases, speed=config.speed, sample_rate=fmt.rate)
+    name = voice or session.defaults().voice
+    response = Response(new_id("resp"), speaks, fmt, name, tokens)
+    return Request(response, tts, chat, instructions)
+
+
+async def answer(session: RealtimeSession, request: Request, pending: list[UserItem]) -> None:
+    """Ask the conversation once every pending item has its words (the response's
+    instructions are the question when none waits; with neither, the response is empty)."""
+    response = request.response
+    book = session.book
+    try:
+        words = [(await item.transcript).strip() for item in pending]
+        text = "\n".join(w for w in words if w) or (request.instructions or "").strip()
+        if response.finished:
+            return
+        if not text:
+            await book.finish(response, "completed")
+            return
+        response.asked = True
+        await session.conversation.ask(text, response.speak, request.tts, request.chat)
+    except HearthError as exc:
+        response.error = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
+        await book.finish(response, "failed")

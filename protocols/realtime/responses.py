@@ -1,0 +1,496 @@
+"""The Realtime bookkeeping: user items, responses, and the conversation's events as
+server events.
+
+The conversation speaks Hearth's vocabulary (voice started, partial and final
+transcripts, a reply's text and audio, an interruption); a Realtime client expects
+items with ids, a response wrapped around each reply, and transcripts keyed by item.
+:class:`Book` keeps those ids and states and turns each conversation event into the
+server events OpenAI sends for it, in OpenAI's order. It decides nothing about
+hearing or replying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.speech import events as ev
+from daemon.speech.conversation import ConversationEvent
+from protocols.realtime.audio import WireFormat, encoded
+from protocols.realtime.playback import PacedPlayback
+from protocols.realtime.wire import Event, error, event, new_id
+
+_LOGGER = logging.getLogger(__name__)
+CHUNK_S = 0.1
+"""Reply audio per ``response.output_audio.delta`` (s)."""
+MAX_KNOWN_ITEMS = 512
+"""Item ids remembered for ``truncate`` and ``delete`` (the oldest are forgotten)."""
+
+Send = Callable[[Event], Awaitable[None]]
+
+
+@dataclass
+class UserItem:
+    """A user message: spoken (its transcript comes later) or typed."""
+
+    id: str
+    audio: bool = True
+    transcript: asyncio.Future[str] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    sent: str = ""
+    """The transcript deltas sent so far."""
+
+    def render(self, text: str | None = None) -> dict[str, Any]:
+        """The item as OpenAI writes it (its audio is never echoed)."""
+        if self.audio:
+            content = {"type": "input_audio", "transcript": text}
+        else:
+            content = {"type": "input_text", "text": text}
+        return message_item(self.id, "user", "completed", [content])
+
+    def resolve(self, text: str) -> None:
+        """The item's words are known."""
+        if not self.transcript.done():
+            self.transcript.set_result(text)
+
+
+@dataclass
+class Response:
+    """One response: a reply of the conversation, as the client sees it."""
+
+    id: str
+    speak: bool
+    format: WireFormat
+    voice: str
+    max_output_tokens: int | None = None
+    item_id: str = field(default_factory=lambda: new_id("item"))
+    created: bool = False
+    asked: bool = False
+    """The conversation was asked for its reply (a requested response)."""
+    begun: bool = False
+    """Its output item was announced (the reply started)."""
+    text: list[str] = field(default_factory=list)
+    done_text: str | None = None
+    rate: int = 24000
+    audio_sent: bool = False
+    error: dict[str, Any] | None = None
+    finished: bool = False
+    deadline: asyncio.TimerHandle | None = None
+
+    @property
+    def transcript(self) -> str:
+        """What the LLM wrote of the reply."""
+        return self.done_text if self.done_text is not None else "".join(self.text).strip()
+
+    def content(self) -> dict[str, Any]:
+        """The assistant item's one content part."""
+        if self.speak:
+            return {"type": "output_audio", "transcript": self.transcript}
+        return {"type": "output_text", "text": self.transcript}
+
+    def render(self, status: str, details: dict[str, Any] | None, conversation: str) -> Event:
+        """The response object of ``response.created`` and ``response.done``."""
+        output = [message_item(self.item_id, "assistant", _ITEM_STATUS[status], [self.content()])]
+        return {
+            "id": self.id,
+            "object": "realtime.response",
+            "status": status,
+            "status_details": details,
+            "output": output if self.begun and status != "in_progress" else [],
+            "conversation_id": conversation,
+            "output_modalities": ["audio"] if self.speak else ["text"],
+            "max_output_tokens": self.max_output_tokens or "inf",
+            "audio": {"output": {"format": self.format.describe(), "voice": self.voice}},
+            "usage": None if status == "in_progress" else _USAGE,
+            "metadata": None,
+        }
+
+
+_ITEM_STATUS = {
+    "in_progress": "in_progress",
+    "completed": "completed",
+    "cancelled": "incomplete",
+    "failed": "incomplete",
+    "incomplete": "incomplete",
+}
+_USAGE = {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0}
+"""Hearth counts no tokens for a Realtime session: zeros, not a guess."""
+
+
+def message_item(
+    item_id: str, role: str, status: str, content: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A message item as OpenAI writes it."""
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "message",
+        "status": status,
+        "role": role,
+        "content": content,
+    }
+
+
+class Book:
+    """Ids and states of one session's items and responses (see the module docstring)."""
+
+    def __init__(
+        self,
+        conversation_id: str,
+        send: Send,
+        playback: PacedPlayback,
+        new_response: Callable[[], Response],
+    ) -> None:
+        self.conversation_id = conversation_id
+        self._send = send
+        self.playback = playback
+        self.new_response = new_response
+        """A response with the session's settings (for a reply the client did not ask for)."""
+        self.vad = True
+        """Hearth ends the turns (else the client commits them): speech events are sent."""
+        self.auto_reply = True
+        """The conversation answers each turn itself (else the turn waits in ``pending``)."""
+        self.audio_base_ms = 0
+        """Where the current speech session's time 0 is in the session's input audio."""
+        self.speaking: UserItem | None = None
+        """The user item being spoken now (announced by ``speech_started``)."""
+        self.awaiting: deque[UserItem] = deque()
+        """Committed spoken items, oldest first, whose final transcript is to come."""
+        self.pending: list[UserItem] = []
+        """User items no response has answered yet."""
+        self.response: Response | None = None
+        """The response whose reply is under way."""
+        self.requested: Response | None = None
+        """A response the client asked for, before its reply starts."""
+        self.draining: Response | None = None
+        """A response whose reply is written, while its audio still goes out."""
+        self.cancel_reason = "turn_detected"
+        self.last_item: str | None = None
+        self.known: OrderedDict[str, str] = OrderedDict()
+        """Item id → role, the newest last."""
+
+    @property
+    def active(self) -> Response | None:
+        """The response under way or asked for (one at a time)."""
+        return self.response or self.requested
+
+    @property
+    def replying(self) -> Response | None:
+        """The response the conversation's reply events belong to now: the one under
+        way, or a requested one whose reply was asked for and has not started."""
+        requested = self.requested
+        return self.response or (requested if requested is not None and requested.asked else None)
+
+    # ---------------------------------------------------------------- items
+
+    def remember(self, item_id: str, role: str) -> None:
+        """A new item in the conversation."""
+        self.known[item_id] = role
+        while len(self.known) > MAX_KNOWN_ITEMS:
+            self.known.popitem(last=False)
+        self.last_item = item_id
+
+    async def add_user(self, item: UserItem, text: str | None = None) -> None:
+        """Announce a user item (``conversation.item.added``)."""
+        previous = self.last_item
+        self.remember(item.id, "user")
+        await self._send(
+            event("conversation.item.added", previous_item_id=previous, item=item.render(text))
+        )
+
+    async def commit(self, item: UserItem) -> None:
+        """The input audio up to now is one user turn: committed, added, awaiting words."""
+        await self._send(
+            event("input_audio_buffer.committed", previous_item_id=self.last_item, item_id=item.id)
+        )
+        await self.add_user(item)
+        self.awaiting.append(item)
+
+    async def transcribed(self, item: UserItem, text: str, audio_ms: int) -> None:
+        """An item's final words: the last delta, ``completed`` and ``item.done``."""
+        if text.startswith(item.sent) and len(text) > len(item.sent):
+            await self._delta(item, text[len(item.sent) :])
+        await self._send(
+            event(
+                "conversation.item.input_audio_transcription.completed",
+                item_id=item.id,
+                content_index=0,
+                transcript=text,
+                usage={"type": "duration", "seconds": round(audio_ms / 1000, 3)},
+            )
+        )
+        await self._send(event("conversation.item.done", item=item.render(text)))
+        item.resolve(text)
+
+    async def _delta(self, item: UserItem, delta: str) -> None:
+        item.sent += delta
+        await self._send(
+            event(
+                "conversation.item.input_audio_transcription.delta",
+                item_id=item.id,
+                content_index=0,
+                delta=delta,
+            )
+        )
+
+    # ---------------------------------------------------------------- conversation events
+
+    async def on_event(self, item: ConversationEvent) -> None:
+        """Translate one conversation event (in order)."""
+        handler = _HANDLERS.get(type(item))
+        if handler is not None:
+            await handler(self, item)
+
+    async def _voice_started(self, started: ev.VoiceStarted) -> None:
+        if not self.vad:
+            return
+        self.speaking = self.speaking or UserItem(new_id("item"))
+        await self._send(
+            event(
+                "input_audio_buffer.speech_started",
+                audio_start_ms=self.audio_base_ms + started.at_ms,
+                item_id=self.speaking.id,
+            )
+        )
+
+    async def _partial(self, partial: ev.PartialTranscript) -> None:
+        item = self.speaking
+        if not self.vad or item is None:
+            return
+        # Deltas only grow: a partial that rewrote earlier words waits for the final.
+        if partial.text.startswith(item.sent) and len(partial.text) > len(item.sent):
+            await self._delta(item, partial.text[len(item.sent) :])
+
+    async def _voice_stopped(self, stopped: ev.VoiceStopped) -> None:
+        if not self.vad:
+            return
+        item, self.speaking = self.speaking or UserItem(new_id("item")), None
+        await self._send(
+            event(
+                "input_audio_buffer.speech_stopped",
+                audio_end_ms=self.audio_base_ms + stopped.at_ms,
+                item_id=item.id,
+            )
+        )
+        await self.commit(item)
+
+    async def _final(self, final: ev.FinalTranscript) -> None:
+        item = await self._heardmessage_item()
+        await self.transcribed(item, final.text, final.audio_ms)
+        if not self.auto_reply and final.text.strip():
+            self.pending.append(item)
+
+    async def _ignored(self, ignored: ev.UtteranceIgnored) -> None:
+        """The household gate set the turn aside: it leaves the conversation."""
+        item = await self._heardmessage_item()
+        item.resolve("")
+        self.known.pop(item.id, None)
+        await self._send(event("conversation.item.deleted", item_id=item.id))
+
+    async def _heardmessage_item(self) -> UserItem:
+        """The spoken item a final belongs to (committed now if it was not yet)."""
+        if self.awaiting:
+            return self.awaiting.popleft()
+        item, self.speaking = self.speaking or UserItem(new_id("item")), None
+        await self.commit(item)
+        return self.awaiting.popleft()
+
+    async def _error(self, failed: ev.RunError) -> None:
+        details = {"type": "server_error", "code": failed.code, "message": failed.message}
+        target = self.replying
+        if target is not None:
+            target.error = details
+        elif self.awaiting:
+            item = self.awaiting.popleft()
+            item.resolve("")
+            await self._send(
+                event(
+                    "conversation.item.input_audio_transcription.failed",
+                    item_id=item.id,
+                    content_index=0,
+                    error=details | {"param": None},
+                )
+            )
+        else:
+            await self._send(error(failed.code, failed.message, kind="server_error"))
+
+    async def _reply_started(self, _: ev.ReplyStarted) -> None:
+        if self.response is not None:  # never seen: a reply starts after the last one ended
+            await self.finish(self.response, "incomplete")
+        requested = self.requested
+        response = requested if requested is not None and requested.asked else None
+        response = response or self.new_response()
+        if response is requested:
+            self.requested = None
+        self.response = response
+        self.playback.begin()
+        await self.created(response)
+        response.begun = True
+        previous = self.last_item
+        self.remember(response.item_id, "assistant")
+        item = message_item(response.item_id, "assistant", "in_progress", [])
+        where = {"response_id": response.id, "output_index": 0}
+        await self._send(event("response.output_item.added", **where, item=item))
+        await self._send(event("conversation.item.added", previous_item_id=previous, item=item))
+        part = (
+            {"type": "audio", "transcript": ""} if response.speak else {"type": "text", "text": ""}
+        )
+        await self._send(event("response.content_part.added", **_part(response), part=part))
+
+    async def _chunk(self, chunk: ev.ReplyChunk) -> None:
+        response = self.response
+        if response is None:
+            return
+        response.text.append(chunk.text)
+        kind = (
+            "response.output_audio_transcript.delta"
+            if response.speak
+            else ("response.output_text.delta")
+        )
+        await self._send(event(kind, **_part(response), delta=chunk.text))
+
+    async def _reply_done(self, done: ev.ReplyDone) -> None:
+        if self.response is not None:
+            self.response.done_text = done.text
+
+    async def _audio_start(self, start: ev.SpeechAudioStart) -> None:
+        if self.response is not None:
+            self.response.rate = start.rate
+
+    async def _audio(self, audio: ev.SpeechAudio) -> None:
+        response = self.response
+        if response is None or not response.speak:
+            return
+        step = int(response.rate * CHUNK_S) * 2
+        for offset in range(0, len(audio.pcm), step):
+            pcm = audio.pcm[offset : offset + step]
+            seconds = len(pcm) / 2 / response.rate
+            if response.rate != response.format.rate:  # a resample: off the loop
+                data = await asyncio.to_thread(encoded, response.format, pcm, response.rate)
+            else:
+                data = encoded(response.format, pcm, response.rate)
+            message = event("response.output_audio.delta", **_part(response), delta=data)
+            if self.playback.play(message, seconds):
+                response.audio_sent = True
+
+    async def _run_ended(self, _: ev.RunEnded) -> None:
+        response = self.replying
+        if response is None:
+            return
+        if response.deadline is not None:
+            response.deadline.cancel()
+        if self.response is response:
+            self.response = None
+        self.draining = response
+        status = "failed" if response.error is not None else "completed"
+
+        async def finish() -> None:
+            await self.finish(response, status)
+
+        self.playback.after(finish)  # once its audio has gone out
+
+    async def _interrupted(self, _: ev.ReplyInterrupted) -> None:
+        self.playback.clear()  # again: audio read after the barge-in must not play
+        response = self.replying or self.draining
+        if response is not None:
+            status = "failed" if response.error is not None else "cancelled"
+            await self.finish(response, status, self.playback.cut_ms)
+        self.cancel_reason = "turn_detected"
+
+    # ---------------------------------------------------------------- responses
+
+    async def created(self, response: Response) -> None:
+        """Send ``response.created`` once."""
+        if not response.created:
+            response.created = True
+            body = response.render("in_progress", None, self.conversation_id)
+            await self._send(event("response.created", response=body))
+
+    async def finish(self, response: Response, status: str, played_ms: int | None = None) -> None:
+        """Close a response: its parts, its item, ``response.done`` (once)."""
+        if response.finished:
+            return
+        response.finished = True
+        if response.deadline is not None:
+            response.deadline.cancel()
+        if self.response is response:
+            self.response = None
+        if self.requested is response:
+            self.requested = None
+        if self.draining is response:
+            self.draining = None
+        await self.created(response)
+        if response.begun:
+            await self._close_output(response, status, played_ms)
+        details: dict[str, Any] | None = None
+        if status == "cancelled":
+            details = {"type": "cancelled", "reason": self.cancel_reason}
+        elif status == "failed":
+            details = {"type": "failed", "error": response.error}
+        body = response.render(status, details, self.conversation_id)
+        await self._send(event("response.done", response=body))
+
+    async def _close_output(self, response: Response, status: str, played: int | None) -> None:
+        where = _part(response)
+        if status == "cancelled" and response.audio_sent and played is not None:
+            await self._send(
+                event(
+                    "conversation.item.truncated",
+                    item_id=response.item_id,
+                    content_index=0,
+                    audio_end_ms=played,
+                )
+            )
+        if response.speak:
+            await self._send(event("response.output_audio.done", **where))
+            await self._send(
+                event(
+                    "response.output_audio_transcript.done", **where, transcript=response.transcript
+                )
+            )
+            part = {"type": "audio", "transcript": response.transcript}
+        else:
+            await self._send(event("response.output_text.done", **where, text=response.transcript))
+            part = {"type": "text", "text": response.transcript}
+        await self._send(event("response.content_part.done", **where, part=part))
+        item = message_item(
+            response.item_id, "assistant", _ITEM_STATUS[status], [response.content()]
+        )
+        await self._send(
+            event("response.output_item.done", response_id=response.id, output_index=0, item=item)
+        )
+        await self._send(event("conversation.item.done", item=item))
+
+
+def _part(response: Response) -> dict[str, Any]:
+    """Where a content event belongs: the response's one item and its one part."""
+    return {
+        "response_id": response.id,
+        "item_id": response.item_id,
+        "output_index": 0,
+        "content_index": 0,
+    }
+
+
+_HANDLERS: dict[type, Callable[[Book, Any], Awaitable[None]]] = {
+    ev.VoiceStarted: Book._voice_started,
+    ev.PartialTranscript: Book._partial,
+    ev.VoiceStopped: Book._voice_stopped,
+    ev.FinalTranscript: Book._final,
+    ev.UtteranceIgnored: Book._ignored,
+    ev.RunError: Book._error,
+    ev.ReplyStarted: Book._reply_started,
+    ev.ReplyChunk: Book._chunk,
+    ev.ReplyDone: Book._reply_done,
+    ev.SpeechAudioStart: Book._audio_start,
+    ev.SpeechAudio: Book._audio,
+    ev.RunEnded: Book._run_ended,
+    ev.ReplyInterrupted: Book._interrupted,
+}
+"""The conversation events that mean something to a Realtime client (phases, wake notes
+and speculation do not)."""

@@ -1,0 +1,462 @@
+"""One Realtime session: client events in, the conversation's events out.
+
+The session translates, and decides nothing. Input audio goes to the conversation
+in order (through the :class:`~protocols.realtime.lane.Lane`); ``turn_detection``
+picks how it hears (hands-free with the fixed silence or the turn model, or
+push-to-talk committed by the client); ``response.create`` asks it a question made
+of the user items not yet answered; ``response.cancel`` interrupts its reply. Its
+events become server events through the :class:`~protocols.realtime.responses.Book`,
+and reply audio goes out paced by the
+:class:`~protocols.realtime.playback.PacedPlayback`.
+
+Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the audio waiting for
+the conversation at most :data:`MAX_QUEUED_AUDIO_BYTES`; a response must end within
+``limits.request_timeout_s``. A message that cannot be used gets an ``error`` event
+in OpenAI's shape, and the session goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
+
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.errors import HearthError
+from daemon.runtime.facade import Hearth
+from daemon.runtime.profiles import Sensitivity
+from daemon.speech.chat import ChatOptions
+from daemon.speech.conversation import Mode
+from daemon.speech.stream import EventStream
+from daemon.speech.tasks import OwnedTasks
+from protocols.realtime import config as cfg
+from protocols.realtime import items
+from protocols.realtime.audio import WireFormat, received
+from protocols.realtime.lane import Audio, Clear, Commit, Lane, Rehear, Step
+from protocols.realtime.playback import PacedPlayback
+from protocols.realtime.responses import Book, Response
+from protocols.realtime.wire import Event, Refused, beta_event, error, event, hearth_error, new_id
+
+_LOGGER = logging.getLogger(__name__)
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""The largest client event (about 65 s of 24 kHz PCM in base64)."""
+MAX_QUEUED_AUDIO_BYTES = 8 * 1024 * 1024
+"""Input PCM waiting for the conversation (about 170 s at 24 kHz); then reading waits."""
+MAX_OUTBOX = 256
+"""Server events not yet written to a slow client; then the session waits for it."""
+MIN_COMMIT_MS = 100
+"""The least audio a commit may hold (OpenAI's own minimum)."""
+
+
+class Socket(Protocol):
+    """The WebSocket, as the session uses it (the HTTP room adapts Starlette's)."""
+
+    async def receive(self) -> str | bytes | None:
+        """The next message; None once the client has gone."""
+        ...
+
+    async def send(self, text: str) -> None:
+        """Send one text message."""
+        ...
+
+
+class RealtimeSession:
+    """One client's Realtime session (see the module docstring)."""
+
+    def __init__(
+        self,
+        socket: Socket,
+        hearth: Callable[[], Hearth],
+        *,
+        model: str = "",
+        beta: bool = False,
+        voice_aliases: frozenset[str] = frozenset(),
+        asr_aliases: frozenset[str] = frozenset(),
+    ) -> None:
+        self.id = new_id("sess")
+        self._socket = socket
+        self.hearth = hearth
+        self._facade = hearth()
+        self.beta = beta
+        self.voice_aliases = voice_aliases
+        self.asr_aliases = asr_aliases
+        self.config = self._initial(model)
+        self.system_items: list[str] = []
+        """System messages the client added: they follow the instructions."""
+        self._out: EventStream[Event] = EventStream(MAX_OUTBOX)
+        self.playback = PacedPlayback(self.send)
+        self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
+        self.book = Book(self.id, self.send, self.playback, self._default_response)
+        self._lane = Lane(MAX_QUEUED_AUDIO_BYTES)
+        self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
+        self._input_ms = 0.0
+        """Input audio received so far (ms): the session's audio clock."""
+        self._buffered_ms = 0.0
+        """Push-to-talk: audio since the last commit (ms)."""
+        self._heard_by: object = None
+        self._answers: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+
+    def _initial(self, model: str) -> cfg.SessionConfig:
+        """The session before any ``session.update``: what this Hearth can do."""
+        facade = self._facade
+        config = cfg.SessionConfig(model=model or "hearth")
+        if not facade.speaks:
+            config = cfg.SessionConfig(model=config.model, output_modalities=("text",))
+        if not facade.replies:
+            turn = cfg.TurnDetection(create_response=False)
+            config = cfg.SessionConfig(
+                model=config.model, output_modalities=config.output_modalities, turn_detection=turn
+            )
+        return config
+
+    # ---------------------------------------------------------------- life
+
+    async def run(self) -> None:
+        """Serve the client until it goes (or the session is closed)."""
+        self._tasks.spawn(self._write(), "write")
+        self._tasks.spawn(self._translate(), "events")
+        self._tasks.spawn(self._hear(), "hear")
+        self.playback.start()
+        await self.send(event("session.created", session=self._rendered()))
+        try:
+            while not self._closed and (raw := await self._socket.receive()) is not None:
+                await self._receive(raw)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Stop everything; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.conversation.close()
+        await self.playback.close()
+        self._out.close()
+        await self._tasks.cancel_all()
+
+    async def send(self, message: Event) -> None:
+        """Queue one server event for the client."""
+        await self._out.put(message)
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Run ``coro`` beside the session (cancelled when it closes)."""
+        return self._tasks.spawn(coro, name)
+
+    async def _write(self) -> None:
+        async for message in self._out:
+            wire = beta_event(message) if self.beta else message
+            if wire is None:
+                continue
+            try:
+                await self._socket.send(json.dumps(wire, ensure_ascii=False))
+            except Exception:  # noqa: BLE001 - the client is gone: the reader ends the session
+                _LOGGER.debug("[%s] the client went away while we wrote", self.id)
+                self._out.close()
+                return
+
+    async def _translate(self) -> None:
+        async for item in self.conversation.events():
+            try:
+                await self.book.on_event(item)
+            except Exception:  # noqa: BLE001 - one bad event must not silence the rest
+                _LOGGER.exception("[%s] event translation failed", self.id)
+
+    # ---------------------------------------------------------------- client events
+
+    async def _receive(self, raw: str | bytes) -> None:
+        client_event: str | None = None
+        try:
+            data = _parse(raw)
+            given = data.get("event_id")
+            client_event = given if isinstance(given, str) else None
+            handler = _HANDLERS.get(data["type"])
+            if handler is None:
+                raise Refused(f"unknown event type {data['type'][:64]!r}", "unknown_event", "type")
+            await handler(self, data, client_event)
+        except HearthError as exc:
+            await self.send(hearth_error(exc, client_event))
+        except Exception:  # noqa: BLE001 - one bad event must not end the session
+            _LOGGER.exception("[%s] a client event failed", self.id)
+            await self.send(error("internal-error", "internal error", kind="server_error"))
+
+    async def _session_update(self, data: dict[str, Any], client_event: str | None) -> None:
+        new = cfg.updated(self.config, data.get("session"))
+        self.tools_hook(new.tools)
+        facade = self.hearth()
+        if new.speaks and not facade.speaks:
+            raise Refused("spoken output needs TTS, which is not enabled", param="session.audio")
+        if new.speaks:
+            self.tts_options(new.voice, new)
+        facade.check_transcribe(self.asr_model(new), self.transcribe_options(new))
+        chat = new.chat_options(self.system_items, self.defaults().instructions)
+        if facade.chats:
+            facade.check_chat_options(chat)
+        if new.hearing_key() != self.config.hearing_key():
+            await self._lane.put(Rehear())
+        self.config = new
+        self.conversation.chat_options = chat
+        await self.send(event("session.updated", session=self._rendered()))
+
+    async def _append(self, data: dict[str, Any], client_event: str | None) -> None:
+        fmt = self.config.input_format
+        pcm = await received(fmt, data.get("audio"), "audio")
+        if pcm:
+            await self._lane.put(Audio(pcm, fmt))
+
+    async def _commit(self, data: dict[str, Any], client_event: str | None) -> None:
+        await self._lane.put(Commit(client_event))
+
+    async def _clear(self, data: dict[str, Any], client_event: str | None) -> None:
+        await self._lane.put(Clear(client_event))
+
+    async def _item_create(self, data: dict[str, Any], client_event: str | None) -> None:
+        await items.create(self, data.get("item"))
+
+    async def _item_truncate(self, data: dict[str, Any], client_event: str | None) -> None:
+        await items.truncate(self, data)
+
+    async def _item_delete(self, data: dict[str, Any], client_event: str | None) -> None:
+        await items.delete(self, data)
+
+    async def _response_create(self, data: dict[str, Any], client_event: str | None) -> None:
+        if self.book.active is not None:
+            raise Refused(
+                "Conversation already has an active response in progress",
+                "conversation_already_has_active_response",
+            )
+        request = items.response_request(self, data.get("response"))
+        response = request.response
+        self.book.requested = response
+        await self.book.created(response)
+        timeout_s = self.hearth().limits.request_timeout_s
+        loop = asyncio.get_running_loop()
+        response.deadline = loop.call_later(timeout_s, self._expire, response, timeout_s)
+        pending, self.book.pending = self.book.pending, []
+        task = self._tasks.spawn(items.answer(self, request, pending), "answer")
+        self._answers[response.id] = task
+        task.add_done_callback(lambda _: self._answers.pop(response.id, None))
+
+    async def _response_cancel(self, data: dict[str, Any], client_event: str | None) -> None:
+        response = self.book.active or self.book.draining
+        wanted = data.get("response_id")
+        if response is None or (wanted is not None and wanted != response.id):
+            raise Refused("there is no active response to cancel", "response_cancel_not_active")
+        await self.cancel(response, "client_cancelled")
+
+    async def _output_clear(self, data: dict[str, Any], client_event: str | None) -> None:
+        response = self.book.response
+        if response is not None:
+            await self.cancel(response, "client_cancelled")
+            await self.send(event("output_audio_buffer.cleared", response_id=response.id))
+
+    # ---------------------------------------------------------------- responses
+
+    async def cancel(self, response: Response, reason: str) -> None:
+        """Stop a response: its reply is interrupted, or its question never asked."""
+        self.book.cancel_reason = reason
+        if response is self.book.requested and not response.asked:  # still gathering words
+            answer = self._answers.pop(response.id, None)
+            if answer is not None:
+                answer.cancel()
+            await self.book.finish(response, "cancelled")
+        else:
+            await self.conversation.interrupt()  # the book closes it on ReplyInterrupted
+
+    def _expire(self, response: Response, timeout_s: float) -> None:
+        """A response ran past ``limits.request_timeout_s``: it fails."""
+        if response.finished:
+            return
+        message = f"the response took longer than {timeout_s:g} s"
+        response.error = {"type": "server_error", "code": "timeout", "message": message}
+        self._tasks.spawn(self.cancel(response, "turn_detected"), "expire")
+
+    def _default_response(self) -> Response:
+        config = self.config
+        voice = config.voice or self.defaults().voice
+        return Response(
+            new_id("resp"), config.speaks, config.output_format, voice, config.max_output_tokens
+        )
+
+    # ---------------------------------------------------------------- hearing
+
+    async def _hear(self) -> None:
+        """The lane's steps, in order (one failure is the client's event, not the end)."""
+        while True:
+            step = await self._lane.get()
+            try:
+                await self._step(step)
+            except HearthError as exc:
+                await self.send(hearth_error(exc, getattr(step, "client_event", None)))
+            except Exception:  # noqa: BLE001 - the session must not go deaf
+                _LOGGER.exception("[%s] input audio failed", self.id)
+                await self.send(error("internal-error", "internal error", kind="server_error"))
+
+    async def _step(self, step: Step) -> None:
+        conversation = self.conversation
+        if isinstance(step, Audio):
+            await self._feed(step.pcm, step.format)
+        elif isinstance(step, Rehear):
+            await conversation.mute()
+        elif isinstance(step, Clear):
+            speech = conversation.speech
+            if speech is not None and (self.config.turn_detection is None or speech.in_utterance):
+                await conversation.mute()  # what was heard is dropped; the next audio listens
+            self._buffered_ms = 0.0
+            self.book.speaking = None
+            await self.send(event("input_audio_buffer.cleared"))
+        elif isinstance(step, Commit):
+            await self._commit_turn()
+
+    async def _feed(self, pcm: bytes, fmt: WireFormat) -> None:
+        conversation = self.conversation
+        facade = self.hearth()
+        if facade is not self._facade:  # a reload: new engines at the next boundary
+            self._facade = facade
+            conversation.reloaded()
+        if conversation.speech is None:
+            await self._listen()
+        before = self._input_ms
+        ms = len(pcm) / 2 / fmt.rate * 1000
+        self._input_ms += ms
+        self._buffered_ms += ms
+        await conversation.feed(fmt.pcm, pcm)
+        speech = conversation.speech
+        if speech is not None and speech is not self._heard_by:  # renewed after a reload
+            self._heard_by = speech
+            self.book.audio_base_ms = round(before)
+
+    async def _commit_turn(self) -> None:
+        if self.config.turn_detection is not None:
+            raise Refused(
+                "Hearth ends each turn itself while turn_detection is set; set it to null "
+                "to commit turns",
+                "invalid_value",
+            )
+        if self._buffered_ms < MIN_COMMIT_MS or self.conversation.speech is None:
+            raise Refused(
+                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, but the "
+                f"buffer holds {self._buffered_ms:.0f} ms",
+                "input_audio_buffer_commit_empty",
+            )
+        self._buffered_ms = 0.0
+        await self.book.commit(items.spoken())
+        await self.conversation.stop()  # the final follows as an event
+        await self._listen()  # the next turn's audio is heard at once
+
+    async def _listen(self) -> None:
+        """Hear as the session says: hands-free (the fixed silence or the turn model) or
+        push-to-talk committed by the client."""
+        config = self.config
+        turn = config.turn_detection
+        hearing = await self.hearth().hearing(
+            self.hearth,
+            Mode.PUSH_TO_TALK if turn is None else Mode.HANDS_FREE,
+            model=self.asr_model(config),
+            transcribe=self.transcribe_options(config),
+            reply=turn is not None and turn.create_response,
+            speak=config.speaks,
+            tts_options=self.tts_options(config.voice, config) if config.speaks else None,
+            profile=None if turn is None else turn.profile,
+            sensitivity=Sensitivity.DEFAULT if turn is None else turn.sensitivity,
+        )
+        await self.conversation.listen(hearing)
+        self.book.vad = turn is not None
+        self.book.auto_reply = turn is not None and turn.create_response
+        self.book.audio_base_ms = round(self._input_ms)
+        self._heard_by = self.conversation.speech
+        self._buffered_ms = 0.0
+
+    # ---------------------------------------------------------------- settings
+
+    def asr_model(self, config: cfg.SessionConfig) -> str | None:
+        """The ASR model the session names (OpenAI's names: the default)."""
+        name = config.transcription.model
+        if not name or self.hearth().has_asr_model(name):
+            return name or None
+        return None if name in self.asr_aliases else name
+
+    def transcribe_options(self, config: cfg.SessionConfig) -> TranscribeOptions:
+        """Language and prompt of the session's transcripts."""
+        given = config.transcription
+        return TranscribeOptions(language=given.language, initial_prompt=given.prompt)
+
+    def tts_options(self, voice: str | None, config: cfg.SessionConfig) -> SynthesisOptions:
+        """The reply voice, synthesized at the output format's rate (the TTS worker
+        resamples, not the event loop)."""
+        return self.hearth().resolve_voice(
+            voice, self.voice_aliases, speed=config.speed, sample_rate=config.output_format.rate
+        )
+
+    def chat_options(self, instructions: str | None = None, **limits: Any) -> ChatOptions:
+        """The session's instructions and limits, with a response's own over them."""
+        base = self.config.chat_options(self.system_items, self.defaults().instructions)
+        return ChatOptions(
+            base.instructions if instructions is None else instructions,
+            limits.get("temperature", base.temperature),
+            limits.get("max_tokens", base.max_tokens),
+        )
+
+    def tools_hook(self, tools: tuple[dict[str, Any], ...]) -> None:
+        """Where function tools will join the session.
+
+        Tool calls come to chat completions first; a Realtime session then passes
+        ``session.tools`` to the conversation's replies, sends
+        ``response.function_call_arguments.*`` for a call and answers it from a
+        ``function_call_output`` item. Until then a session that offers tools is
+        refused, rather than one whose tools are silently never called.
+        """
+        if tools:
+            raise Refused(
+                "function tools are not supported on /v1/realtime yet",
+                "invalid_value",
+                "session.tools",
+            )
+
+    def defaults(self) -> cfg.Defaults:
+        """Hearth's values for what the client leaves unset."""
+        facade = self.hearth()
+        config = facade.config
+        asr = config.asr.default_model
+        return cfg.Defaults(
+            instructions=config.llm.system_prompt,
+            voice=config.tts.default_voice,
+            transcription_model=asr,
+            silence_ms=config.vad.trailing_silence_ms,
+            padding_ms=config.vad.padding_ms,
+        )
+
+    def _rendered(self) -> dict[str, Any]:
+        return cfg.render(self.config, self.defaults(), self.id, self.beta)
+
+
+def _parse(raw: str | bytes) -> dict[str, Any]:
+    """One client event (Refused names what is wrong with it)."""
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise Refused(f"the event is larger than {MAX_MESSAGE_BYTES} bytes", "message_too_large")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise Refused("the event is not valid JSON", "invalid_json") from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise Refused("an event is a JSON object with a string 'type'", "invalid_event", "type")
+    return data
+
+
+Handler = Callable[[RealtimeSession, dict[str, Any], str | None], Awaitable[None]]
+_HANDLERS: dict[str, Handler] = {
+    "session.update": RealtimeSession._session_update,
+    "input_audio_buffer.append": RealtimeSession._append,
+    "input_audio_buffer.commit": RealtimeSession._commit,
+    "input_audio_buffer.clear": RealtimeSession._clear,
+    "conversation.item.create": RealtimeSession._item_create,
+    "conversation.item.truncate": RealtimeSession._item_truncate,
+    "conversation.item.delete": RealtimeSession._item_delete,
+    "response.create": RealtimeSession._response_create,
+    "response.cancel": RealtimeSession._response_cancel,
+    "output_audio_buffer.clear": RealtimeSession._output_clear,
+}
+"""The client events served; any other gets an ``unknown_event`` error."""
