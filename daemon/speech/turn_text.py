@@ -51,7 +51,8 @@ FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "er", "erm", "hmm", "mm", 
 """Hesitations: the speaker is still thinking."""
 _TRAILING_OFF = re.compile(r"(\.\.\.|…|,|-|–|—|;|:)\s*$")
 """Punctuation Whisper writes where speech trails off or a list goes on."""
-_WORD = re.compile(r"[A-Za-z']+")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+"""A word: letters or digits ("50" in "to 50%" is the command's last word)."""
 
 
 def text_turn(text: str) -> TextTurn:
