@@ -23,7 +23,7 @@ from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import AudioTooLong, HearthError
 from daemon.speech.chat import ChatOptions
 from protocols.realtime import config as cfg
-from protocols.realtime.audio import WireFormat, decode_base64, wire_format
+from protocols.realtime.audio import WireFormat, received, wire_format
 from protocols.realtime.responses import Response, UserItem, message_item
 from protocols.realtime.wire import Refused, event, new_id
 
@@ -55,7 +55,10 @@ async def create(session: RealtimeSession, item: object) -> None:
     if not isinstance(item_id, str) or len(item_id) > MAX_ITEM_ID or item_id in session.book.known:
         raise Refused("'item.id' must be a new id of at most 64 characters", param="item.id")
     role = item.get("role")
-    texts, audio = _content(item.get("content"), session.config.input_format)
+    texts, encoded = _content(item.get("content"))
+    audio = None
+    if encoded is not None:
+        audio = await received(session.config.input_format, encoded, "item.content.audio")
     limit = session.hearth().limits.max_prompt_chars
     text = "\n".join(t for t in texts if t.strip())
     if len(text) > limit:
@@ -142,18 +145,18 @@ def _internal(pcm: bytes, fmt: WireFormat) -> np.ndarray:
     return np.concatenate([converter.convert(pcm), converter.flush()])
 
 
-def _content(content: object, fmt: WireFormat) -> tuple[list[str], bytes | None]:
-    """The texts and the audio (as PCM) of an item's content parts."""
+def _content(content: object) -> tuple[list[str], object | None]:
+    """The texts and the base64 audio of an item's content parts."""
     if not isinstance(content, list) or not content:
         raise Refused("'item.content' must be a list of parts", param="item.content")
     texts: list[str] = []
-    audio: bytes | None = None
+    audio: object | None = None
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in ("input_text", "text", "output_text") and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "input_audio" and audio is None:
-            audio = fmt.to_pcm(decode_base64(part.get("audio"), "item.content.audio"))
+            audio = part.get("audio")
         else:
             raise Refused("content parts are input_text, or one input_audio", param="item.content")
     return texts, audio

@@ -1,55 +1,34 @@
-"""The session's ordered input: audio, commits, clears and changes of hearing.
+"""The session's ordered input: client events, acted on one at a time, in order.
 
-Audio must reach the conversation in the order it came, and a commit must follow
-the audio before it, while other client events (a ``response.cancel``) must not wait
-behind a slow VAD. So those four kinds of step go through one :class:`Lane`, read by
-one task, and the rest is handled as it arrives. The lane is bounded by the audio it
-holds: a client that sends faster than Hearth hears waits (its socket fills) rather
-than growing memory.
+Audio must reach the conversation in the order it came, a commit must follow the
+audio before it, and a ``response.create`` must answer the turns committed before
+it; only the events that stop something (a ``response.cancel``) must not wait behind
+a slow VAD. So every other client event goes through one :class:`Lane`, read by one
+task. The lane is bounded by the bytes it holds: a client that sends faster than
+Hearth hears waits (its socket fills) rather than growing memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from protocols.realtime.audio import WireFormat
-
 
 @dataclass(frozen=True)
-class Audio:
-    """Input audio, as 16-bit PCM of ``format``'s rate."""
+class Step:
+    """One client event to act on."""
 
-    pcm: bytes
-    format: WireFormat
-
-
-@dataclass(frozen=True)
-class Commit:
-    """``input_audio_buffer.commit``."""
-
+    run: Callable[[], Awaitable[None]]
     client_event: str | None
-
-
-@dataclass(frozen=True)
-class Clear:
-    """``input_audio_buffer.clear``."""
-
-    client_event: str | None
-
-
-@dataclass(frozen=True)
-class Rehear:
-    """The session changed how the conversation hears: stop hearing; the next audio
-    opens a new way of hearing."""
-
-
-Step = Audio | Commit | Clear | Rehear
+    """The client's ``event_id`` (named in an error)."""
+    size: int
+    """Bytes of the message (what the lane's bound counts)."""
 
 
 class Lane:
-    """A FIFO of steps holding at most ``max_bytes`` of audio (then :meth:`put` waits)."""
+    """A FIFO of steps holding at most ``max_bytes`` (then :meth:`put` waits)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -58,15 +37,14 @@ class Lane:
         self._changed = asyncio.Condition()
 
     async def put(self, step: Step) -> None:
-        """Queue a step, waiting while too much audio is queued."""
-        size = len(step.pcm) if isinstance(step, Audio) else 0
+        """Queue a step, waiting while too much is queued (a step larger than the
+        bound alone still passes once the lane is empty)."""
         async with self._changed:
-            # A step larger than the bound alone still passes once the lane is empty.
             await self._changed.wait_for(
-                lambda: not self._steps or self.queued_bytes + size <= self.max_bytes
+                lambda: not self._steps or self.queued_bytes + step.size <= self.max_bytes
             )
             self._steps.append(step)
-            self.queued_bytes += size
+            self.queued_bytes += step.size
             self._changed.notify_all()
 
     async def get(self) -> Step:
@@ -74,8 +52,7 @@ class Lane:
         async with self._changed:
             await self._changed.wait_for(lambda: bool(self._steps))
             step = self._steps.popleft()
-            if isinstance(step, Audio):
-                self.queued_bytes -= len(step.pcm)
+            self.queued_bytes -= step.size
             self._changed.notify_all()
             return step
 

@@ -210,6 +210,8 @@ class Book:
         )
         await self.add_user(item)
         self.awaiting.append(item)
+        if not self.auto_reply:  # a response.create answers it, once its words are known
+            self.pending.append(item)
 
     async def transcribed(self, item: UserItem, text: str, audio_ms: int) -> None:
         """An item's final words: the last delta, ``completed`` and ``item.done``."""
@@ -280,19 +282,17 @@ class Book:
         await self.commit(item)
 
     async def _final(self, final: ev.FinalTranscript) -> None:
-        item = await self._heardmessage_item()
+        item = await self._heard_item()
         await self.transcribed(item, final.text, final.audio_ms)
-        if not self.auto_reply and final.text.strip():
-            self.pending.append(item)
 
     async def _ignored(self, ignored: ev.UtteranceIgnored) -> None:
         """The household gate set the turn aside: it leaves the conversation."""
-        item = await self._heardmessage_item()
+        item = await self._heard_item()
         item.resolve("")
         self.known.pop(item.id, None)
         await self._send(event("conversation.item.deleted", item_id=item.id))
 
-    async def _heardmessage_item(self) -> UserItem:
+    async def _heard_item(self) -> UserItem:
         """The spoken item a final belongs to (committed now if it was not yet)."""
         if self.awaiting:
             return self.awaiting.popleft()

@@ -18,6 +18,7 @@ in OpenAI's shape, and the session goes on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -35,7 +36,7 @@ from daemon.speech.tasks import OwnedTasks
 from protocols.realtime import config as cfg
 from protocols.realtime import items
 from protocols.realtime.audio import WireFormat, received
-from protocols.realtime.lane import Audio, Clear, Commit, Lane, Rehear, Step
+from protocols.realtime.lane import Lane, Step
 from protocols.realtime.playback import PacedPlayback
 from protocols.realtime.responses import Book, Response
 from protocols.realtime.wire import Event, Refused, beta_event, error, event, hearth_error, new_id
@@ -43,8 +44,8 @@ from protocols.realtime.wire import Event, Refused, beta_event, error, event, he
 _LOGGER = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """The largest client event (about 65 s of 24 kHz PCM in base64)."""
-MAX_QUEUED_AUDIO_BYTES = 8 * 1024 * 1024
-"""Input PCM waiting for the conversation (about 170 s at 24 kHz); then reading waits."""
+MAX_QUEUED_BYTES = 8 * 1024 * 1024
+"""Client events waiting their turn (about 130 s of 24 kHz audio); then reading waits."""
 MAX_OUTBOX = 256
 """Server events not yet written to a slow client; then the session waits for it."""
 MIN_COMMIT_MS = 100
@@ -90,7 +91,7 @@ class RealtimeSession:
         self.playback = PacedPlayback(self.send)
         self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
         self.book = Book(self.id, self.send, self.playback, self._default_response)
-        self._lane = Lane(MAX_QUEUED_AUDIO_BYTES)
+        self._lane = Lane(MAX_QUEUED_BYTES)
         self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
         self._input_ms = 0.0
         """Input audio received so far (ms): the session's audio clock."""
@@ -173,10 +174,15 @@ class RealtimeSession:
             data = _parse(raw)
             given = data.get("event_id")
             client_event = given if isinstance(given, str) else None
-            handler = _HANDLERS.get(data["type"])
+            kind = data["type"]
+            handler = _HANDLERS.get(kind)
             if handler is None:
-                raise Refused(f"unknown event type {data['type'][:64]!r}", "unknown_event", "type")
-            await handler(self, data, client_event)
+                raise Refused(f"unknown event type {kind[:64]!r}", "unknown_event", "type")
+            if kind in URGENT:
+                await handler(self, data, client_event)
+            else:  # in order, after the audio and the events before it
+                run = functools.partial(handler, self, data, client_event)
+                await self._lane.put(Step(run, client_event, len(raw)))
         except HearthError as exc:
             await self.send(hearth_error(exc, client_event))
         except Exception:  # noqa: BLE001 - one bad event must not end the session
@@ -191,13 +197,20 @@ class RealtimeSession:
             raise Refused("spoken output needs TTS, which is not enabled", param="session.audio")
         if new.speaks:
             self.tts_options(new.voice, new)
+        turn = new.turn_detection
+        if turn is not None and turn.create_response and not facade.replies:
+            raise Refused(
+                "answering each turn needs the LLM and TTS; set create_response to false",
+                param="session.audio.input.turn_detection.create_response",
+            )
         facade.check_transcribe(self.asr_model(new), self.transcribe_options(new))
         chat = new.chat_options(self.system_items, self.defaults().instructions)
         if facade.chats:
             facade.check_chat_options(chat)
-        if new.hearing_key() != self.config.hearing_key():
-            await self._lane.put(Rehear())
+        rehear = new.hearing_key() != self.config.hearing_key()
         self.config = new
+        if rehear:
+            await self.conversation.mute()  # the next audio is heard the new way
         self.conversation.chat_options = chat
         await self.send(event("session.updated", session=self._rendered()))
 
@@ -205,13 +218,33 @@ class RealtimeSession:
         fmt = self.config.input_format
         pcm = await received(fmt, data.get("audio"), "audio")
         if pcm:
-            await self._lane.put(Audio(pcm, fmt))
+            await self._feed(pcm, fmt)
 
     async def _commit(self, data: dict[str, Any], client_event: str | None) -> None:
-        await self._lane.put(Commit(client_event))
+        if self.config.turn_detection is not None:
+            raise Refused(
+                "Hearth ends each turn itself while turn_detection is set; set it to null "
+                "to commit turns",
+                "invalid_value",
+            )
+        if self._buffered_ms < MIN_COMMIT_MS or self.conversation.speech is None:
+            raise Refused(
+                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, but the "
+                f"buffer holds {self._buffered_ms:.0f} ms",
+                "input_audio_buffer_commit_empty",
+            )
+        self._buffered_ms = 0.0
+        await self.book.commit(items.spoken())
+        await self.conversation.stop()  # the final follows as an event
+        await self._listen()  # the next turn's audio is heard at once
 
     async def _clear(self, data: dict[str, Any], client_event: str | None) -> None:
-        await self._lane.put(Clear(client_event))
+        speech = self.conversation.speech
+        if speech is not None and (self.config.turn_detection is None or speech.in_utterance):
+            await self.conversation.mute()  # what was heard is dropped; the next audio listens
+        self._buffered_ms = 0.0
+        self.book.speaking = None
+        await self.send(event("input_audio_buffer.cleared"))
 
     async def _item_create(self, data: dict[str, Any], client_event: str | None) -> None:
         await items.create(self, data.get("item"))
@@ -288,28 +321,12 @@ class RealtimeSession:
         while True:
             step = await self._lane.get()
             try:
-                await self._step(step)
+                await step.run()
             except HearthError as exc:
-                await self.send(hearth_error(exc, getattr(step, "client_event", None)))
+                await self.send(hearth_error(exc, step.client_event))
             except Exception:  # noqa: BLE001 - the session must not go deaf
                 _LOGGER.exception("[%s] input audio failed", self.id)
                 await self.send(error("internal-error", "internal error", kind="server_error"))
-
-    async def _step(self, step: Step) -> None:
-        conversation = self.conversation
-        if isinstance(step, Audio):
-            await self._feed(step.pcm, step.format)
-        elif isinstance(step, Rehear):
-            await conversation.mute()
-        elif isinstance(step, Clear):
-            speech = conversation.speech
-            if speech is not None and (self.config.turn_detection is None or speech.in_utterance):
-                await conversation.mute()  # what was heard is dropped; the next audio listens
-            self._buffered_ms = 0.0
-            self.book.speaking = None
-            await self.send(event("input_audio_buffer.cleared"))
-        elif isinstance(step, Commit):
-            await self._commit_turn()
 
     async def _feed(self, pcm: bytes, fmt: WireFormat) -> None:
         conversation = self.conversation
@@ -328,24 +345,6 @@ class RealtimeSession:
         if speech is not None and speech is not self._heard_by:  # renewed after a reload
             self._heard_by = speech
             self.book.audio_base_ms = round(before)
-
-    async def _commit_turn(self) -> None:
-        if self.config.turn_detection is not None:
-            raise Refused(
-                "Hearth ends each turn itself while turn_detection is set; set it to null "
-                "to commit turns",
-                "invalid_value",
-            )
-        if self._buffered_ms < MIN_COMMIT_MS or self.conversation.speech is None:
-            raise Refused(
-                f"buffer too small: expected at least {MIN_COMMIT_MS} ms of audio, but the "
-                f"buffer holds {self._buffered_ms:.0f} ms",
-                "input_audio_buffer_commit_empty",
-            )
-        self._buffered_ms = 0.0
-        await self.book.commit(items.spoken())
-        await self.conversation.stop()  # the final follows as an event
-        await self._listen()  # the next turn's audio is heard at once
 
     async def _listen(self) -> None:
         """Hear as the session says: hands-free (the fixed silence or the turn model) or
@@ -401,13 +400,14 @@ class RealtimeSession:
         )
 
     def tools_hook(self, tools: tuple[dict[str, Any], ...]) -> None:
-        """Where function tools will join the session.
+        """Where function tools join the session (every ``tools`` and tool item comes here).
 
-        Tool calls come to chat completions first; a Realtime session then passes
-        ``session.tools`` to the conversation's replies, sends
-        ``response.function_call_arguments.*`` for a call and answers it from a
-        ``function_call_output`` item. Until then a session that offers tools is
-        refused, rather than one whose tools are silently never called.
+        Chat completions has tool calls; for a Realtime session the conversation's
+        replies must take ``session.tools`` too, the book must send a call as a
+        ``function_call`` item with ``response.function_call_arguments.delta`` / ``done``,
+        and a ``function_call_output`` item must answer it on the next response. Until
+        then a session that offers tools is refused, rather than one whose tools are
+        silently never called.
         """
         if tools:
             raise Refused(
@@ -460,3 +460,5 @@ _HANDLERS: dict[str, Handler] = {
     "output_audio_buffer.clear": RealtimeSession._output_clear,
 }
 """The client events served; any other gets an ``unknown_event`` error."""
+URGENT = frozenset({"response.cancel", "output_audio_buffer.clear", "conversation.item.truncate"})
+"""Events acted on at once: they stop something, and must not wait behind the audio."""

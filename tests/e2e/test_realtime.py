@@ -66,6 +66,12 @@ async def until(conn: Any, kind: str, seen: list[Any]) -> Any:
                 return event
 
 
+def first(events: list[Any], kind: str) -> Any:
+    found = [e for e in events if e.type == kind]
+    assert found, f"no {kind} among {[e.type for e in events]}"
+    return found[0]
+
+
 def reply_audio(events: list[Any], response_id: str | None = None) -> bytes:
     return b"".join(
         base64.b64decode(e.delta)
@@ -87,9 +93,7 @@ async def test_a_spoken_conversation(client, engines, speak):
         assert kinds.index("input_audio_buffer.speech_started") < kinds.index(
             "input_audio_buffer.speech_stopped"
         )
-        completed = next(
-            e for e in seen if e.type == "conversation.item.input_audio_transcription.completed"
-        )
+        completed = first(seen, "conversation.item.input_audio_transcription.completed")
         assert_heard(completed.transcript, "Say hello to me.", "hello")
         assert kinds.index("conversation.item.input_audio_transcription.completed") < kinds.index(
             "response.output_audio.delta"
@@ -109,22 +113,21 @@ async def test_barge_in_stops_the_reply_and_says_how_much_was_played(client, spe
         seen: list[Any] = []
         await until(conn, "session.created", seen)
         instructions = (
-            "Whatever you are asked, count slowly from one to thirty in words, "
-            "separated by commas."
+            "Whatever you are asked, count slowly from one to thirty in words, separated by commas."
         )
         await conn.session.update(session={"type": "realtime", "instructions": instructions})
         await until(conn, "session.updated", seen)
         sender = asyncio.ensure_future(say(conn, at_24k(speak("Please count for me."), 1.5)))
-        first = await until(conn, "response.output_audio.delta", seen)
+        opening = await until(conn, "response.output_audio.delta", seen)
         await sender
         await asyncio.sleep(1.0)  # the person listens for a moment, then cuts in
         interrupter = asyncio.ensure_future(say(conn, at_24k(speak("Stop."), 1.5)))
         done = await until(conn, "response.done", seen)
-        assert done.response.id == first.response_id
+        assert done.response.id == opening.response_id
         assert done.response.status == "cancelled"
         assert done.response.status_details.reason == "turn_detected"
-        truncated = next(e for e in seen if e.type == "conversation.item.truncated")
-        sent_ms = len(reply_audio(seen, first.response_id)) / 2 / RATE * 1000
+        truncated = first(seen, "conversation.item.truncated")
+        sent_ms = len(reply_audio(seen, opening.response_id)) / 2 / RATE * 1000
         # What had played: at most what was sent (all of it when speech came slower than
         # it plays), at least the second the person listened.
         assert 500 <= truncated.audio_end_ms <= sent_ms + 1
@@ -134,9 +137,7 @@ async def test_barge_in_stops_the_reply_and_says_how_much_was_played(client, spe
         later: list[Any] = []
         await interrupter
         await until(conn, "response.done", later)
-        assert not [
-            e for e in later if getattr(e, "response_id", None) == first.response_id
-        ]
+        assert not [e for e in later if getattr(e, "response_id", None) == opening.response_id]
 
 
 async def test_client_committed_turns_and_a_text_reply(client, speak):
@@ -154,9 +155,7 @@ async def test_client_committed_turns_and_a_text_reply(client, speak):
         await conn.input_audio_buffer.commit()
         await conn.response.create()
         done = await until(conn, "response.done", seen)
-        completed = next(
-            e for e in seen if e.type == "conversation.item.input_audio_transcription.completed"
-        )
+        completed = first(seen, "conversation.item.input_audio_transcription.completed")
         assert_heard(completed.transcript, "What is the capital of France?", "capital", "france")
         assert done.response.status == "completed"
         text = "".join(e.delta for e in seen if e.type == "response.output_text.delta")

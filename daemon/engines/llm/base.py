@@ -228,11 +228,21 @@ def _tool(raw: object, where: str) -> Tool:
 
 
 def _depth(value: object) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_depth(v) for v in value), default=0)
-    return 0
+    """How deep objects and lists nest in ``value``, counted up to one past the limit
+    (iteratively: a hostile schema must not exhaust the stack)."""
+    deepest, level = 0, [value]
+    while level and deepest <= MAX_SCHEMA_DEPTH:
+        children: list[object] = []
+        for item in level:
+            if isinstance(item, dict):
+                children += item.values()
+            elif isinstance(item, list):
+                children += item
+        if not children and not any(isinstance(i, dict | list) for i in level):
+            break
+        deepest += 1
+        level = children
+    return deepest
 
 
 def _choice(raw: object, names: list[str]) -> ToolChoice:

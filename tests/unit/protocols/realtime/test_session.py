@@ -266,6 +266,21 @@ async def test_client_committed_turns_wait_for_response_create(client: Client):
     assert refused["error"]["event_id"] == "c2"
 
 
+async def test_a_response_asked_right_after_the_commit_waits_for_the_words(client: Client):
+    await client.next()
+    client.send("session.update", session={"audio": {"input": {"turn_detection": None}}})
+    await client.until("session.updated")
+    client.append(utterance(220.0, rate=RATE))
+    client.send("input_audio_buffer.commit")
+    client.send("response.create")
+    got = await client.until("response.done")
+    assert got[-1]["response"]["status"] == "completed"
+    kinds_ = kinds(got)
+    completed = kinds_.index("conversation.item.input_audio_transcription.completed")
+    assert completed < kinds_.index("response.output_item.added")
+    assert client.fakes.llm.prompts[-1][-1] == ChatMessage("user", KITCHEN)
+
+
 async def test_a_text_item_is_answered_in_text_with_the_response_limits(tmp_path: Path):
     llm = SamplingLlm()
     client, task = await open_client(tmp_path, llm=llm)

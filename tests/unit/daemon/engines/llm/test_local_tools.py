@@ -51,7 +51,7 @@ def test_the_template_gets_the_usable_tools_and_call_arguments_as_objects():
     prompt = template.render(TURNS, tool_set([LIGHT, TIMER]))
     assert prompt.startswith("TOOLS:turn_on_light;set_timer;|[user]Kitchen lights on.|")
     assert 'CALL turn_on_light {"room": "kitchen"}' in prompt  # an object, not a string
-    assert "[tool]{\"ok\": true}" in prompt and prompt.endswith("[assistant]")
+    assert '[tool]{"ok": true}' in prompt and prompt.endswith("[assistant]")
     named = template.render(TURNS[:1], tool_set([LIGHT, TIMER], TIMER))
     assert named.startswith("TOOLS:set_timer;|")
     assert not template.render(TURNS[:1], tool_set([LIGHT], "none")).startswith("TOOLS")

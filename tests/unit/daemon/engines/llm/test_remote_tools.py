@@ -39,7 +39,8 @@ async def test_tools_go_as_sent_and_calls_stream_back():
         assert body["tool_choice"] == {"type": "function", "function": {"name": "turn_on_light"}}
         assert "parallel_tool_calls" not in body and body["max_tokens"] == 9
         assert len(items) == 3  # the call's head, then its arguments in two pieces
-        assert reply.tool_calls == [ToolCall("call_remote1", "turn_on_light", '{"room": "kitchen"}')]
+        call = ToolCall("call_remote1", "turn_on_light", '{"room": "kitchen"}')
+        assert reply.tool_calls == [call]
 
         # The next turn carries the call and its result in OpenAI's shape.
         follow = ASK + [

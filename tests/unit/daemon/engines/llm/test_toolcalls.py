@@ -112,7 +112,7 @@ def test_a_forced_call_starts_inside_the_block_and_may_end_without_the_tag():
 def test_strict_drops_invented_functions_and_stray_json():
     invented = '{"name": "count_legs", "arguments": {}}'
     parser = ToolCallParser(NAMES, strict=True)
-    out = parser.feed(f"{CALL}\n{invented}\n{{\"temp\": 3}}") + parser.finish()
+    out = parser.feed(f'{CALL}\n{invented}\n{{"temp": 3}}') + parser.finish()
     assert calls(out) == [(0, "turn_on_light", {"room": "kitchen"})] and parser.dropped == 2
     parser = ToolCallParser(NAMES, strict=True)
     out = parser.feed(f"Hm. <tool_call>{invented}</tool_call> ok") + parser.finish()
@@ -164,7 +164,7 @@ def test_answered_calls_and_results_told_in_words():
     assert answered_calls(CONVERSATION + [ChatMessage("user", "And now?")]) == set()
     told = results_as_text(CONVERSATION)
     assert told[:2] == CONVERSATION[:2]
-    assert told[2] == ChatMessage("assistant", 'I called turn_on_light({"room":"kitchen"}).')
+    assert told[2] == ChatMessage("assistant", "One moment.")
     assert told[3].role == "user"
     assert told[3].content.startswith('turn_on_light returned: {"ok": true}\nNow answer')
 

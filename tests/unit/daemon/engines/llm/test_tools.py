@@ -121,6 +121,11 @@ def test_bounds():
         deep = {"type": "object", "properties": {"a": deep}}
     with pytest.raises(InvalidRequest, match="nest deeper"):
         tool_set([tool(parameters=deep)])
+    hostile: dict = {}
+    for _ in range(900):  # within a request body's size, past Python's recursion limit
+        hostile = {"a": hostile}
+    with pytest.raises(InvalidRequest, match="nest deeper"):
+        tool_set([tool(parameters={"type": "object", "properties": hostile})])
     with pytest.raises(InvalidRequest, match="parallel_tool_calls"):
         tool_set([LIGHT], None, "yes")
 
