@@ -124,25 +124,18 @@ class ChatOptions:
 async def cut_repetition(pieces: AsyncIterator[str], guard: RepetitionGuard) -> AsyncIterator[str]:
     """Pass ``pieces`` on until they start repeating themselves, then end cleanly and
     stop the generation (the source is closed)."""
+    cut = cut_text_repetition(pieces, guard)
     try:
-        async for piece in pieces:
-            out = guard.feed(piece)
-            if out:
-                yield out
-            if guard.stopped:
-                _LOGGER.info("Cut a reply that started repeating itself")
-                break
-        tail = guard.finish()
-        if tail:
-            yield tail
+        async for piece in cut:
+            assert isinstance(piece, str)
+            yield piece
     finally:
-        if isinstance(pieces, AsyncGenerator):
-            await pieces.aclose()
+        await cut.aclose()
 
 
 async def cut_text_repetition(
     pieces: AsyncIterator[ReplyPiece], guard: RepetitionGuard
-) -> AsyncIterator[ReplyPiece]:
+) -> AsyncGenerator[ReplyPiece, None]:
     """:func:`cut_repetition` for a reply with tool calls: the text is cut, the calls
     pass as they come."""
     try:

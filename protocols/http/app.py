@@ -22,6 +22,7 @@ from protocols.http import (
     errors,
     metrics,
     openai_api,
+    openai_chat,
     pages,
     realtime_route,
     speakers_api,
@@ -100,6 +101,7 @@ def create_app(service: ServiceView, rtc: RtcManager | None = None) -> FastAPI:
         pages,
     ):
         app.include_router(module.router, responses=shared)
-    app.include_router(openai_api.router, responses=error_responses(openai=True))
+    for module in (openai_api, openai_chat):
+        app.include_router(module.router, responses=error_responses(openai=True))
     app.include_router(realtime_route.router)
     return app
