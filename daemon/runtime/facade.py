@@ -15,39 +15,23 @@ Methods that need an engine that is not loaded raise
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import numpy as np
-
-from daemon.audio.stream import OutputFormat
-from daemon.config import Config, LimitsConfig
-from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
-from daemon.engines.llm.base import ChatMessage, ReplyPiece, Sampling, ToolSet
-from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
-from daemon.engines.tts.service import TtsService
+from daemon.config import Config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
-from daemon.engines.wake import WakeLibrary
-from daemon.engines.wake.base import WakeModelInfo
-from daemon.errors import InvalidRequest, ModelUnavailable, UnknownVoice
+from daemon.errors import InvalidRequest
 from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
-from daemon.runtime.profiles import Profile, Sensitivity, session_profiles, with_sensitivity
+from daemon.runtime.profiles import Profile, Sensitivity, session_profiles
+from daemon.runtime.reply_door import ReplyDoor
+from daemon.runtime.speech_door import SpeechDoor
 from daemon.speakers.service import SpeakerService
-from daemon.speech.chat import ChatOptions, ChatService
+from daemon.speech.chat import ChatOptions
 from daemon.speech.conversation import Conversation, Hearing, Mode, Playback
-from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
-from daemon.speech.session import SessionOptions, SpeechSession
-from daemon.speech.speak import SpeechStream, open_speech
-from daemon.speech.transcribe import (
-    FileTranscript,
-    stream_segments,
-    transcribe_samples,
-    translate_audio,
-)
-from daemon.speech.wake_gate import WakeListener
-from daemon.voices.enroll import Enrollment, TakeCheck
+from daemon.speech.session import SpeechSession
 
 
 @dataclass(frozen=True)
@@ -61,8 +45,10 @@ class ModelView:
     """Languages it speaks (ASR models; empty for the LLM)."""
 
 
-class Hearth:
-    """One loaded set of engines, seen through the methods the adapters need."""
+class Hearth(SpeechDoor, ReplyDoor):
+    """One loaded set of engines, seen through the methods the adapters need (speech
+    in and wake words: :class:`SpeechDoor`; voices, speech out and chat:
+    :class:`ReplyDoor`; views and conversations here)."""
 
     def __init__(self, engines: Engines, config: Config | None = None) -> None:
         self._engines = engines
@@ -78,11 +64,6 @@ class Hearth:
         return self._engines is engines and self.config is config
 
     # ---------------------------------------------------------------- views
-
-    @property
-    def limits(self) -> LimitsConfig:
-        """The request limits in force."""
-        return self.config.limits
 
     @property
     def display_name(self) -> str:
@@ -139,272 +120,6 @@ class Hearth:
     def speakers(self) -> SpeakerService | None:
         """Speaker verification (None: ``speakers.enabled`` is off or its model did not load)."""
         return self._engines.speakers
-
-    # ---------------------------------------------------------------- speech in
-
-    def check_transcribe(self, model: str | None, options: TranscribeOptions) -> None:
-        """Fail now on an unknown model, or options it cannot honour (a language it
-        does not speak), before a request starts."""
-        self._engines.asr_model(model, options.language).check_options(options)
-
-    def open_session(
-        self,
-        profile: Profile,
-        model: str | None = None,
-        transcribe: TranscribeOptions | None = None,
-        *,
-        partials: bool | None = None,
-        ends_turn: bool | None = None,
-        sensitivity: Sensitivity = Sensitivity.DEFAULT,
-    ) -> SpeechSession:
-        """A speech session for one utterance (or, hands-free, a stream of them).
-
-        Args:
-            profile: the client's timing (see :mod:`daemon.runtime.profiles`).
-            model: ASR model name (None: the default); UnknownModel otherwise.
-            transcribe: language, beam size and prompt for its decodes.
-            partials: decode partial transcripts (None: as the profile and
-                ``asr.partials`` say).
-            ends_turn: the session ends the utterance itself, and its final
-                transcript comes while audio still arrives (None: as the profile
-                says; see :meth:`ends_turns`).
-            sensitivity: how soon the client wants its turn ended.
-
-        Returns:
-            The session; the caller starts, feeds, finishes and closes it.
-        """
-        engines = self._engines
-        chosen = self._profiles[profile]
-        if partials is None:
-            partials = chosen.partials and engines.partials
-        settings = with_sensitivity(chosen.settings, sensitivity, self.config.vad.turn_threshold)
-        options = SessionOptions(
-            transcribe=transcribe or TranscribeOptions(),
-            partials=partials,
-            hands_free=chosen.hands_free,
-            ends_turn=chosen.ends_turn if ends_turn is None else ends_turn,
-        )
-        return engines.new_session(model, options, settings)
-
-    async def transcribe_file(
-        self,
-        samples: np.ndarray,
-        model: str | None,
-        options: TranscribeOptions,
-        translate: bool = False,
-    ) -> FileTranscript:
-        """Decode a whole file's 16 kHz int16 samples (and translate them when asked)."""
-        return await transcribe_samples(self._engines, samples, model, options, translate)
-
-    def stream_file(
-        self, samples: np.ndarray, model: str | None, options: TranscribeOptions
-    ) -> AsyncIterator[Segment | Transcript]:
-        """A whole file's segments as they are decoded, then its Transcript."""
-        return stream_segments(self._engines, samples, model, options)
-
-    async def translate(
-        self, session: SpeechSession, audio: np.ndarray, options: TranscribeOptions, text: str
-    ) -> str:
-        """English text of a session's utterance ``audio`` whose transcript is ``text``."""
-        return await translate_audio(self._engines, session.asr, audio, options, text)
-
-    async def add_take(
-        self, enrollment: Enrollment, data: bytes | np.ndarray, index: int | None
-    ) -> TakeCheck:
-        """Check a recorded take with ASR and VAD, and keep it in ``enrollment`` if good."""
-        return await enrollment.add_take(self._engines, data, index)
-
-    # ---------------------------------------------------------------- wake
-
-    @property
-    def wakes(self) -> bool:
-        """Whether wake-word detection is on (``wake.enabled``)."""
-        return self._engines.wake is not None
-
-    def _wake(self) -> WakeLibrary:
-        wake = self._engines.wake
-        if wake is None:
-            raise InvalidRequest("wake-word detection is not enabled (wake.enabled)")
-        return wake
-
-    async def wake_models(self) -> list[WakeModelInfo]:
-        """Every wake model, with custom ones just dropped into the folder; none when off."""
-        wake = self._engines.wake
-        if wake is None:
-            return []
-        await self._engines.wake_pool.run(wake.refresh)
-        return list(wake.models.values())
-
-    def wake_model(self, name: str) -> WakeModelInfo:
-        """The wake model called ``name`` (InvalidRequest when unknown or wake is off)."""
-        wake = self._wake()
-        wake.check_names([name])
-        return wake.models[name]
-
-    @property
-    def wake_command_timeout_s(self) -> float:
-        """How long after the wake word a command may take to begin (s)."""
-        return self.config.wake.command_timeout_s
-
-    async def open_wake(self, names: list[str] | None) -> WakeListener:
-        """A wake-word listener for ``names`` (None: every model); the caller closes it.
-
-        The model folder is looked at first, so a custom model dropped in since counts.
-        Raises InvalidRequest when wake is off or a name is unknown.
-        """
-        wake = self._wake()
-        pool = self._engines.wake_pool
-        await pool.run(wake.refresh)
-        wake.check_names(names)
-        stream = await pool.run(wake.stream, names)
-        limits = self.limits
-        return WakeListener(stream, pool, limits.max_sample_rate, limits.max_channels)
-
-    # ---------------------------------------------------------------- speech out
-
-    def _tts(self) -> TtsService:
-        tts = self._engines.tts
-        if tts is None:
-            raise ModelUnavailable("the TTS engine is not loaded")
-        return tts
-
-    def check_voice(self, options: SynthesisOptions) -> VoiceInfo:
-        """The voice ``options`` name (the default voice when none), from the store's
-        memory; UnknownVoice otherwise."""
-        return self._tts().check_voice(options)
-
-    def check_speech(self, text: str, options: SynthesisOptions) -> None:
-        """Fail now on text that cannot be spoken (empty, too long) or an unknown voice."""
-        self._tts().prepare(text, options)
-
-    def resolve_voice(
-        self,
-        name: str | None,
-        aliases: frozenset[str] = frozenset(),
-        *,
-        speed: float = 1.0,
-        sample_rate: int | None = None,
-    ) -> SynthesisOptions:
-        """Options for a voice or speaker a client names.
-
-        ``name`` may be a voice in the store, a speaker of the default voice, or one of
-        ``aliases`` (case-insensitive) or empty for the default voice; anything else is
-        UnknownVoice. For the event loop: voices come from the store's memory, and
-        synthesis reads the voice afresh.
-        """
-        tts = self._tts()
-        if not name or name.lower() in aliases:
-            return SynthesisOptions(speed=speed, sample_rate=sample_rate)
-        store = self._engines.voices
-        if store.recall(name) is not None:
-            return SynthesisOptions(voice=name, speed=speed, sample_rate=sample_rate)
-        if name in tts.check_voice(SynthesisOptions()).speakers:
-            return SynthesisOptions(speaker=name, speed=speed, sample_rate=sample_rate)
-        raise UnknownVoice(f"unknown voice or speaker '{name[:64]}' (voices: {store.names()})")
-
-    def voice_for(
-        self, name: str | None, *, language: str | None = None, speaker: str | None = None
-    ) -> SynthesisOptions:
-        """Options for a voice named exactly (Wyoming), checked.
-
-        Without a name, the store's voice for ``language`` (the default voice when it
-        speaks it), else the default voice.
-        """
-        tts = self._tts()
-        if name is None and language:
-            name = self._engines.voices.for_language(language, tts.default_voice)
-        options = SynthesisOptions(voice=name, speaker=speaker)
-        tts.check_voice(options)
-        return options
-
-    def speak(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
-        """Synthesized audio of ``text``, sentence by sentence, through the TTS cache."""
-        return self._tts().stream_cached(text, options)
-
-    async def open_speech(
-        self, text: str, options: SynthesisOptions, fmt: OutputFormat, use_cache: bool = True
-    ) -> SpeechStream:
-        """``text`` checked, then encoded in ``fmt`` as it is spoken (HTTP speech routes)."""
-        return await open_speech(self._tts(), text, options, fmt, use_cache)
-
-    # ---------------------------------------------------------------- chat
-
-    def _chat(self) -> ChatService:
-        chat = self._engines.chat
-        if chat is None:
-            raise ModelUnavailable("the LLM engine is not loaded")
-        return chat
-
-    def chat(self, conversation_id: str, text: str) -> AsyncIterator[str]:
-        """The LLM's reply to ``text``, streamed; the conversation's history is used and
-        extended ("" keeps none)."""
-        return self._chat().chat(conversation_id, text)
-
-    def complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
-        """The LLM's reply to a client's whole message list (no stored history), with
-        the configured sampling where a value is None."""
-        chat = self._chat()
-        return chat.complete(messages, _sampling(chat, temperature, top_p, max_tokens))
-
-    def complete_with_tools(
-        self,
-        messages: list[ChatMessage],
-        tools: ToolSet | None,
-        *,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[ReplyPiece]:
-        """Like :meth:`complete`, for a reply that may call ``tools`` (read them from
-        OpenAI's JSON with :func:`~daemon.engines.llm.base.tool_set`): text pieces and
-        :class:`~daemon.engines.llm.base.ToolCallDelta` pieces, which
-        :class:`~daemon.engines.llm.base.Reply` puts together. ``messages`` may hold
-        earlier calls and their results (``tool`` turns)."""
-        chat = self._chat()
-        sampling = _sampling(chat, temperature, top_p, max_tokens)
-        return chat.complete_tools(messages, tools, sampling)
-
-    async def count_tokens(self, messages: list[ChatMessage], reply: str) -> tuple[int, int]:
-        """Tokens of a prompt and of its reply (a local model tokenizes, off the loop)."""
-        llm = self._chat().llm
-
-        def count() -> tuple[int, int]:
-            return llm.count_tokens(messages), llm.count_tokens([ChatMessage("assistant", reply)])
-
-        return await asyncio.to_thread(count)
-
-    def _pipeline(self) -> SpeechPipeline:
-        pipeline = self._engines.pipeline
-        if pipeline is None:
-            raise ModelUnavailable("the speech pipeline engine is not loaded")
-        return pipeline
-
-    def start_reply(
-        self,
-        session: SpeechSession,
-        conversation_id: str,
-        *,
-        speak: bool = True,
-        tts_options: SynthesisOptions | None = None,
-    ) -> PipelineRun:
-        """Transcript → LLM → speech for one utterance of ``session``; read the run's
-        events from now on, while its audio still arrives."""
-        return self._pipeline().start(
-            session=session, conversation_id=conversation_id, speak=speak, tts_options=tts_options
-        )
-
-    def reply_to_each(
-        self, conversation_id: str, speak: bool, tts_options: SynthesisOptions | None = None
-    ) -> SpeculativeReplies:
-        """Replies to each utterance of a hands-free stream, started speculatively."""
-        return self._pipeline().replies(conversation_id, speak, tts_options)
 
     # ---------------------------------------------------------------- conversations
 
@@ -496,19 +211,6 @@ class Hearth:
             wake_model=wake_model,
             command_timeout_s=self.config.wake.command_timeout_s,
         )
-
-
-def _sampling(
-    chat: ChatService, temperature: float | None, top_p: float | None, max_tokens: int | None
-) -> Sampling:
-    """The configured sampling with a client's values where it gave them."""
-    base = chat.settings.sampling
-    return replace(
-        base,
-        temperature=base.temperature if temperature is None else temperature,
-        top_p=base.top_p if top_p is None else top_p,
-        max_tokens=max_tokens or base.max_tokens,
-    )
 
 
 _MODE_PROFILES = {

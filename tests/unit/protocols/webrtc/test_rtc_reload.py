@@ -36,7 +36,7 @@ class FakeEngines:
         self.asr = {"fake": FakeAsr()}
         self.sessions: list[SpeechSession] = []
 
-    def asr_model(self, name):
+    def asr_model(self, name, language=None):
         return self.asr["fake"]
 
     def new_session(self, model=None, options=None, settings=None):

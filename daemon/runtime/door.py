@@ -1,0 +1,22 @@
+"""What every part of the facade (:mod:`daemon.runtime.facade`) stands on."""
+
+from __future__ import annotations
+
+from daemon.config import Config, LimitsConfig
+from daemon.runtime.engines import Engines
+from daemon.runtime.profiles import Profile, SessionProfile
+
+
+class Door:
+    """The loaded engines and the configuration in force, for the facade's parts."""
+
+    _engines: Engines
+    config: Config
+    """The configuration in force (limits and per-request keys read live)."""
+    _profiles: dict[Profile, SessionProfile]
+    """Each session profile's settings under :attr:`config`."""
+
+    @property
+    def limits(self) -> LimitsConfig:
+        """The request limits in force."""
+        return self.config.limits
