@@ -1,0 +1,199 @@
+"""Hands-free speech to speech over WebRTC, before and after a change of the code.
+
+The conversation loop moved from the WebRTC adapter into the core's conversation
+engine; this bench checks that the move did not cost time. Two source trees (this
+one, and a git revision checked out into a temporary worktree) each run a real
+``hearth serve`` on the embedded models; one aiortc client per daemon speaks the same
+Piper utterances at real time into a hands-free session with spoken replies, and
+measures end of speech -> first reply audio frame at the client. The two daemons
+take turns, utterance by utterance, so load on the machine falls on both alike.
+
+Run: .venv/bin/python bench/conversation_move.py [--before d22f624] [--runs 3] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.results import machine, percentile, write_section  # noqa: E402
+from daemon.audio.pcm import RATE  # noqa: E402
+from daemon.config import parse_config  # noqa: E402
+from daemon.engines.hardware import probe  # noqa: E402
+from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
+from daemon.runtime.engines import load_engines  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+from tests.webrtc_client import RtcClient  # noqa: E402
+
+COMMANDS = (
+    "Turn on the kitchen lights.",
+    "What time is it?",
+    "Set a timer for ten minutes.",
+    "Close the blinds in the living room.",
+    "What is the weather like tomorrow?",
+)
+EXTRA = (
+    "llm:\n  temperature: 0.0\n  max_tokens: 24\n"
+    "webrtc:\n  addresses: [127.0.0.1]\n  port_min: {lo}\n  port_max: {hi}\n"
+)
+REPLY_WAIT_S = 60.0
+
+
+def synthesize(texts: tuple[str, ...]) -> list[np.ndarray]:
+    """Piper's deterministic speech of each text, 16 kHz int16."""
+    state = tempfile.mkdtemp(prefix="hearth-bench-")
+    engines = load_engines(
+        parse_config(f"state_dir: {state}\n", "bench"), probe(), asr=False, llm=False
+    )
+
+    async def one(text: str) -> np.ndarray:
+        assert engines.tts is not None
+        opts = SynthesisOptions(noise_scale=0.0, noise_w_scale=0.0, sample_rate=RATE)
+        pcm = b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
+        return np.frombuffer(pcm, np.int16).copy()
+
+    try:
+        return [asyncio.run(one(t)) for t in texts]
+    finally:
+        engines.close()
+
+
+@contextlib.contextmanager
+def worktree(revision: str) -> Iterator[Path]:
+    """``revision`` checked out beside this tree (removed afterwards)."""
+    path = Path(tempfile.mkdtemp(prefix="hearth-before-"))
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(path),
+                    revision], check=True)  # fmt: skip
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)])
+
+
+@contextlib.contextmanager
+def serving(tree: Path, workdir: Path, ports: tuple[int, int]) -> Iterator[Daemon]:
+    """``hearth serve`` from the sources in ``tree`` (``python -m`` reads the cwd first)."""
+    here = Path.cwd()
+    workdir.mkdir(parents=True, exist_ok=True)
+    daemon = Daemon(workdir, EXTRA.format(lo=ports[0], hi=ports[1]), env={"PYTHONPATH": str(tree)})
+    os.chdir(tree)
+    try:
+        daemon.start(timeout=300)
+    finally:
+        os.chdir(here)
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+async def one_turn(client: RtcClient, speech: np.ndarray) -> float | None:
+    """Speak ``speech`` hands-free; seconds from its end to the first reply frame."""
+    client.reply_frames_at.clear()
+    lead = np.zeros(int(0.3 * RATE), np.int16)
+    tail = np.zeros(int(2.5 * RATE), np.int16)
+    began = time.monotonic()
+    speech_end = began + (lead.size + speech.size) / RATE
+    await client.speak(np.concatenate([lead, speech, tail]))
+    deadline = time.monotonic() + REPLY_WAIT_S
+    while time.monotonic() < deadline:
+        message = await client.expect("reply", timeout=REPLY_WAIT_S)
+        if message["obj"].get("done"):
+            break
+    await asyncio.sleep(0.5)  # the reply's last frames
+    frames = [t for t in client.reply_frames_at if t > speech_end]
+    return frames[0] - speech_end if frames else None
+
+
+async def measure(daemons: dict[str, Daemon], utterances: list[np.ndarray], runs: int) -> dict:
+    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
+    try:
+        for client in clients.values():
+            client.send("listen", reply=True)
+            await client.expect("state")
+        times: dict[str, list[float]] = {name: [] for name in daemons}
+        missing = dict.fromkeys(daemons, 0)
+        for _ in range(runs):
+            for speech in utterances:
+                for name, client in clients.items():  # turn by turn: load falls on both
+                    latency = await one_turn(client, speech)
+                    if latency is None:
+                        missing[name] += 1
+                    else:
+                        times[name].append(latency)
+        return {"times": times, "missing": missing}
+    finally:
+        for client in clients.values():
+            await client.close()
+
+
+def table(result: dict, before: str, runs: int, count: int) -> str:
+    times, missing = result["times"], result["missing"]
+
+    def ms(values: list[float], q: float | None = None) -> str:
+        if not values:
+            return "-"
+        value = statistics.median(values) if q is None else percentile(values, q)
+        return f"{value * 1000:.0f} ms"
+
+    rows = [
+        f"| {name} | {ms(times[name])} | {ms(times[name], 0.9)} | {len(times[name])} "
+        f"| {missing[name]} |"
+        for name in times
+    ]
+    old, new = (statistics.median(v) if v else float("nan") for v in times.values())
+    return "\n".join(
+        [
+            "## Hands-free speech to speech before and after the conversation engine",
+            "",
+            f"{datetime.date.today()}, {machine()}. `bench/conversation_move.py`: {count} "
+            f"Piper commands x {runs} runs, hands-free over WebRTC (aiortc client, loopback), "
+            "spoken replies on, the embedded models; the two daemons take turns utterance by "
+            "utterance. End of speech -> first reply audio frame at the client.",
+            "",
+            "| code | median | p90 | replies | no reply |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            f"After / before: **{new / old:.2f}** (target: no worse, 1.00 or less within noise). "
+            f"`before` is {before}, where the WebRTC adapter ran the loop itself.",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--before", default="d22f624", help="git revision to compare with")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    utterances = synthesize(COMMANDS)
+    with worktree(args.before) as old, tempfile.TemporaryDirectory() as work:
+        with (
+            serving(old, Path(work) / "before", (22100, 22149)) as before,
+            serving(ROOT, Path(work) / "after", (22150, 22199)) as after,
+        ):
+            result = asyncio.run(measure({"before": before, "after": after}, utterances, args.runs))
+    text = table(result, args.before, args.runs, len(COMMANDS))
+    print(text)
+    if not args.no_write:
+        write_section("conversation-move", text)
+
+
+if __name__ == "__main__":
+    main()
