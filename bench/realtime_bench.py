@@ -211,7 +211,7 @@ async def idle_cost(daemon: Daemon, seconds: float) -> tuple[float, float]:
         await proxy.close()
 
 
-async def run(runs: int, idle_s: float) -> str:
+async def run(runs: int, idle_s: float, quick: bool = False) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         extra = "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 23200\n  port_max: 23299\n"
         daemon = Daemon(Path(tmp), extra).start()
@@ -228,6 +228,7 @@ async def run(runs: int, idle_s: float) -> str:
         finally:
             daemon.stop()
     wrong = [t.text for t in realtime + webrtc if words(t.text) != words(UTTERANCE)]
+    how = "`--quick`: one run, a check and not the record" if quick else f"Medians of {runs} runs"
     rows = [
         "## OpenAI Realtime API",
         "",
@@ -236,8 +237,8 @@ async def run(runs: int, idle_s: float) -> str:
         "WebRTC (`listen` with `reply`), taking turns against one `hearth serve` on "
         "loopback, default config (embedded models on the CPU), a fresh session per turn. "
         f"A {len(speech) / RATE:.1f} s utterance after {LEAD_S:g} s of silence, sent at real "
-        f"time in 20 ms frames, then {TAIL_S:g} s of silence. Medians of {runs} runs; times "
-        "from the end of speech. Run with `.venv/bin/python bench/realtime_bench.py`.",
+        f"time in 20 ms frames, then {TAIL_S:g} s of silence. {how}; times from the end of "
+        "speech. Run with `.venv/bin/python bench/realtime_bench.py`.",
         "",
         "| end of speech -> | Realtime (openai client) | WebRTC hands-free | ratio | "
         "target: within 10 % |",
@@ -282,7 +283,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = 1 if args.quick else args.runs
     idle_s = args.idle_seconds or (10.0 if args.quick else 60.0)
-    text = asyncio.run(run(runs, idle_s))
+    text = asyncio.run(run(runs, idle_s, args.quick))
     print(text)
     write_section("realtime", text)
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from daemon.config import Config
+from daemon.engines.asr.base import TranscribeOptions
 from daemon.errors import HearthError
 from daemon.runtime.profiles import Profile, Sensitivity
 from daemon.speech.chat import ChatOptions
@@ -117,6 +119,11 @@ class SessionConfig:
             instructions = f"{base}\n\n{notes}" if base else notes
         return ChatOptions(instructions, self.temperature, self.max_output_tokens)
 
+    def transcribe_options(self) -> TranscribeOptions:
+        """Language and prompt of the session's transcripts."""
+        given = self.transcription
+        return TranscribeOptions(language=given.language, initial_prompt=given.prompt)
+
     def hearing_key(self) -> tuple[object, ...]:
         """What the conversation hears with: a change means hearing afresh."""
         turn = self.turn_detection
@@ -140,6 +147,17 @@ class Defaults:
     transcription_model: str
     silence_ms: int
     padding_ms: int
+
+    @classmethod
+    def of(cls, config: Config) -> Defaults:
+        """The values in force under the daemon's ``config``."""
+        return cls(
+            instructions=config.llm.system_prompt,
+            voice=config.tts.default_voice,
+            transcription_model=config.asr.default_model,
+            silence_ms=config.vad.trailing_silence_ms,
+            padding_ms=config.vad.padding_ms,
+        )
 
 
 def updated(config: SessionConfig, session: object) -> SessionConfig:

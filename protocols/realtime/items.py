@@ -24,7 +24,7 @@ from daemon.errors import AudioTooLong, HearthError
 from daemon.speech.chat import ChatOptions
 from protocols.realtime import config as cfg
 from protocols.realtime.audio import WireFormat, received, wire_format
-from protocols.realtime.responses import Response, UserItem, message_item
+from protocols.realtime.objects import Response, UserItem, message_item
 from protocols.realtime.wire import Refused, event, new_id
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ async def _transcribe(
         if len(samples) > limit * 16000:
             raise AudioTooLong(f"the audio is longer than {limit:g} s")
         config = session.config
-        options = session.transcribe_options(config)
+        options = config.transcribe_options()
         result = await facade.transcribe_file(samples, session.asr_model(config), options)
         await session.book.transcribed(user, result.text, result.audio_ms)
     except HearthError as exc:

@@ -15,12 +15,18 @@ import asyncio
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent
-from protocols.realtime.audio import WireFormat, encoded
+from protocols.realtime.audio import encoded
+from protocols.realtime.objects import (
+    ITEM_STATUS,
+    Response,
+    UserItem,
+    content_place,
+    message_item,
+)
 from protocols.realtime.playback import PacedPlayback
 from protocols.realtime.wire import Event, error, event, new_id
 
@@ -31,109 +37,6 @@ MAX_KNOWN_ITEMS = 512
 """Item ids remembered for ``truncate`` and ``delete`` (the oldest are forgotten)."""
 
 Send = Callable[[Event], Awaitable[None]]
-
-
-@dataclass
-class UserItem:
-    """A user message: spoken (its transcript comes later) or typed."""
-
-    id: str
-    audio: bool = True
-    transcript: asyncio.Future[str] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    sent: str = ""
-    """The transcript deltas sent so far."""
-
-    def render(self, text: str | None = None) -> dict[str, Any]:
-        """The item as OpenAI writes it (its audio is never echoed)."""
-        if self.audio:
-            content = {"type": "input_audio", "transcript": text}
-        else:
-            content = {"type": "input_text", "text": text}
-        return message_item(self.id, "user", "completed", [content])
-
-    def resolve(self, text: str) -> None:
-        """The item's words are known."""
-        if not self.transcript.done():
-            self.transcript.set_result(text)
-
-
-@dataclass
-class Response:
-    """One response: a reply of the conversation, as the client sees it."""
-
-    id: str
-    speak: bool
-    format: WireFormat
-    voice: str
-    max_output_tokens: int | None = None
-    item_id: str = field(default_factory=lambda: new_id("item"))
-    created: bool = False
-    asked: bool = False
-    """The conversation was asked for its reply (a requested response)."""
-    begun: bool = False
-    """Its output item was announced (the reply started)."""
-    text: list[str] = field(default_factory=list)
-    done_text: str | None = None
-    rate: int = 24000
-    audio_sent: bool = False
-    error: dict[str, Any] | None = None
-    finished: bool = False
-    deadline: asyncio.TimerHandle | None = None
-
-    @property
-    def transcript(self) -> str:
-        """What the LLM wrote of the reply."""
-        return self.done_text if self.done_text is not None else "".join(self.text).strip()
-
-    def content(self) -> dict[str, Any]:
-        """The assistant item's one content part."""
-        if self.speak:
-            return {"type": "output_audio", "transcript": self.transcript}
-        return {"type": "output_text", "text": self.transcript}
-
-    def render(self, status: str, details: dict[str, Any] | None, conversation: str) -> Event:
-        """The response object of ``response.created`` and ``response.done``."""
-        output = [message_item(self.item_id, "assistant", _ITEM_STATUS[status], [self.content()])]
-        return {
-            "id": self.id,
-            "object": "realtime.response",
-            "status": status,
-            "status_details": details,
-            "output": output if self.begun and status != "in_progress" else [],
-            "conversation_id": conversation,
-            "output_modalities": ["audio"] if self.speak else ["text"],
-            "max_output_tokens": self.max_output_tokens or "inf",
-            "audio": {"output": {"format": self.format.describe(), "voice": self.voice}},
-            "usage": None if status == "in_progress" else _USAGE,
-            "metadata": None,
-        }
-
-
-_ITEM_STATUS = {
-    "in_progress": "in_progress",
-    "completed": "completed",
-    "cancelled": "incomplete",
-    "failed": "incomplete",
-    "incomplete": "incomplete",
-}
-_USAGE = {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0}
-"""Hearth counts no tokens for a Realtime session: zeros, not a guess."""
-
-
-def message_item(
-    item_id: str, role: str, status: str, content: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A message item as OpenAI writes it."""
-    return {
-        "id": item_id,
-        "object": "realtime.item",
-        "type": "message",
-        "status": status,
-        "role": role,
-        "content": content,
-    }
 
 
 class Book:
@@ -340,7 +243,7 @@ class Book:
         part = (
             {"type": "audio", "transcript": ""} if response.speak else {"type": "text", "text": ""}
         )
-        await self._send(event("response.content_part.added", **_part(response), part=part))
+        await self._send(event("response.content_part.added", **content_place(response), part=part))
 
     async def _chunk(self, chunk: ev.ReplyChunk) -> None:
         response = self.response
@@ -352,7 +255,7 @@ class Book:
             if response.speak
             else ("response.output_text.delta")
         )
-        await self._send(event(kind, **_part(response), delta=chunk.text))
+        await self._send(event(kind, **content_place(response), delta=chunk.text))
 
     async def _reply_done(self, done: ev.ReplyDone) -> None:
         if self.response is not None:
@@ -374,7 +277,7 @@ class Book:
                 data = await asyncio.to_thread(encoded, response.format, pcm, response.rate)
             else:
                 data = encoded(response.format, pcm, response.rate)
-            message = event("response.output_audio.delta", **_part(response), delta=data)
+            message = event("response.output_audio.delta", **content_place(response), delta=data)
             if self.playback.play(message, seconds):
                 response.audio_sent = True
 
@@ -436,7 +339,7 @@ class Book:
         await self._send(event("response.done", response=body))
 
     async def _close_output(self, response: Response, status: str, played: int | None) -> None:
-        where = _part(response)
+        where = content_place(response)
         if status == "cancelled" and response.audio_sent and played is not None:
             await self._send(
                 event(
@@ -459,22 +362,12 @@ class Book:
             part = {"type": "text", "text": response.transcript}
         await self._send(event("response.content_part.done", **where, part=part))
         item = message_item(
-            response.item_id, "assistant", _ITEM_STATUS[status], [response.content()]
+            response.item_id, "assistant", ITEM_STATUS[status], [response.content()]
         )
         await self._send(
             event("response.output_item.done", response_id=response.id, output_index=0, item=item)
         )
         await self._send(event("conversation.item.done", item=item))
-
-
-def _part(response: Response) -> dict[str, Any]:
-    """Where a content event belongs: the response's one item and its one part."""
-    return {
-        "response_id": response.id,
-        "item_id": response.item_id,
-        "output_index": 0,
-        "content_index": 0,
-    }
 
 
 _HANDLERS: dict[type, Callable[[Book, Any], Awaitable[None]]] = {

@@ -9,8 +9,8 @@ events become server events through the :class:`~protocols.realtime.responses.Bo
 and reply audio goes out paced by the
 :class:`~protocols.realtime.playback.PacedPlayback`.
 
-Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the audio waiting for
-the conversation at most :data:`MAX_QUEUED_AUDIO_BYTES`; a response must end within
+Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the events waiting
+their turn at most :data:`MAX_QUEUED_BYTES`; a response must end within
 ``limits.request_timeout_s``. A message that cannot be used gets an ``error`` event
 in OpenAI's shape, and the session goes on.
 """
@@ -24,7 +24,6 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
@@ -37,8 +36,9 @@ from protocols.realtime import config as cfg
 from protocols.realtime import items
 from protocols.realtime.audio import WireFormat, received
 from protocols.realtime.lane import Lane, Step
+from protocols.realtime.objects import Response
 from protocols.realtime.playback import PacedPlayback
-from protocols.realtime.responses import Book, Response
+from protocols.realtime.responses import Book
 from protocols.realtime.wire import Event, Refused, beta_event, error, event, hearth_error, new_id
 
 _LOGGER = logging.getLogger(__name__)
@@ -134,6 +134,9 @@ class RealtimeSession:
         if self._closed:
             return
         self._closed = True
+        for response in (self.book.response, self.book.requested, self.book.draining):
+            if response is not None and response.deadline is not None:
+                response.deadline.cancel()
         await self.conversation.close()
         await self.playback.close()
         self._out.close()
@@ -203,7 +206,7 @@ class RealtimeSession:
                 "answering each turn needs the LLM and TTS; set create_response to false",
                 param="session.audio.input.turn_detection.create_response",
             )
-        facade.check_transcribe(self.asr_model(new), self.transcribe_options(new))
+        facade.check_transcribe(self.asr_model(new), new.transcribe_options())
         chat = new.chat_options(self.system_items, self.defaults().instructions)
         if facade.chats:
             facade.check_chat_options(chat)
@@ -265,9 +268,7 @@ class RealtimeSession:
         response = request.response
         self.book.requested = response
         await self.book.created(response)
-        timeout_s = self.hearth().limits.request_timeout_s
-        loop = asyncio.get_running_loop()
-        response.deadline = loop.call_later(timeout_s, self._expire, response, timeout_s)
+        self._deadline(response)
         pending, self.book.pending = self.book.pending, []
         task = self._tasks.spawn(items.answer(self, request, pending), "answer")
         self._answers[response.id] = task
@@ -299,20 +300,28 @@ class RealtimeSession:
         else:
             await self.conversation.interrupt()  # the book closes it on ReplyInterrupted
 
+    def _deadline(self, response: Response) -> None:
+        """The response fails unless it ends within ``limits.request_timeout_s``."""
+        timeout_s = self.hearth().limits.request_timeout_s
+        loop = asyncio.get_running_loop()
+        response.deadline = loop.call_later(timeout_s, self._expire, response, timeout_s)
+
     def _expire(self, response: Response, timeout_s: float) -> None:
         """A response ran past ``limits.request_timeout_s``: it fails."""
-        if response.finished:
+        if response.finished or self._closed:
             return
         message = f"the response took longer than {timeout_s:g} s"
         response.error = {"type": "server_error", "code": "timeout", "message": message}
-        self._tasks.spawn(self.cancel(response, "turn_detected"), "expire")
+        self._tasks.spawn(self.cancel(response, self.book.cancel_reason), "expire")
 
     def _default_response(self) -> Response:
         config = self.config
         voice = config.voice or self.defaults().voice
-        return Response(
+        response = Response(
             new_id("resp"), config.speaks, config.output_format, voice, config.max_output_tokens
         )
+        self._deadline(response)
+        return response
 
     # ---------------------------------------------------------------- hearing
 
@@ -355,7 +364,7 @@ class RealtimeSession:
             self.hearth,
             Mode.PUSH_TO_TALK if turn is None else Mode.HANDS_FREE,
             model=self.asr_model(config),
-            transcribe=self.transcribe_options(config),
+            transcribe=config.transcribe_options(),
             reply=turn is not None and turn.create_response,
             speak=config.speaks,
             tts_options=self.tts_options(config.voice, config) if config.speaks else None,
@@ -377,11 +386,6 @@ class RealtimeSession:
         if not name or self.hearth().has_asr_model(name):
             return name or None
         return None if name in self.asr_aliases else name
-
-    def transcribe_options(self, config: cfg.SessionConfig) -> TranscribeOptions:
-        """Language and prompt of the session's transcripts."""
-        given = config.transcription
-        return TranscribeOptions(language=given.language, initial_prompt=given.prompt)
 
     def tts_options(self, voice: str | None, config: cfg.SessionConfig) -> SynthesisOptions:
         """The reply voice, synthesized at the output format's rate (the TTS worker
@@ -418,16 +422,7 @@ class RealtimeSession:
 
     def defaults(self) -> cfg.Defaults:
         """Hearth's values for what the client leaves unset."""
-        facade = self.hearth()
-        config = facade.config
-        asr = config.asr.default_model
-        return cfg.Defaults(
-            instructions=config.llm.system_prompt,
-            voice=config.tts.default_voice,
-            transcription_model=asr,
-            silence_ms=config.vad.trailing_silence_ms,
-            padding_ms=config.vad.padding_ms,
-        )
+        return cfg.Defaults.of(self.hearth().config)
 
     def _rendered(self) -> dict[str, Any]:
         return cfg.render(self.config, self.defaults(), self.id, self.beta)

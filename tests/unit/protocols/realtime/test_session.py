@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -395,6 +396,43 @@ async def test_response_cancel_stops_the_reply(tmp_path: Path):
         assert details == {"type": "cancelled", "reason": "client_cancelled"}
         await asyncio.sleep(0.3)
         assert "response.output_audio.delta" not in kinds(client.unread())
+    finally:
+        await close(client, task)
+
+
+class SlowLlm(FakeLlm):
+    """Takes its time over every piece."""
+
+    async def stream_chat(self, messages: list[ChatMessage], sampling: Sampling):  # type: ignore[override]
+        async for piece in super().stream_chat(messages, sampling):
+            await asyncio.sleep(2.0)
+            yield piece
+
+
+async def test_a_response_past_its_deadline_fails(tmp_path: Path):
+    client, task = await open_client(tmp_path, llm=SlowLlm())
+    try:
+        await client.next()
+        hearth = client.fakes.hearth
+        hearth.config = replace(
+            hearth.config, limits=replace(hearth.config.limits, request_timeout_s=0.5)
+        )
+        item = [{"type": "input_text", "text": "Hi"}]
+        client.send(
+            "conversation.item.create", item={"type": "message", "role": "user", "content": item}
+        )
+        client.send("response.create")
+        done = (await client.until("response.done"))[-1]["response"]
+        assert done["status"] == "failed"
+        assert done["status_details"]["error"]["code"] == "timeout"
+        client.send("response.create")  # the next one may start (nothing to answer: empty)
+        empty = (await client.until("response.done"))[-1]["response"]
+        assert empty["status"] == "completed" and empty["output"] == []
+        # A reply the conversation starts itself has the same deadline.
+        client.append(utterance(220.0, rate=RATE))
+        done = (await client.until("response.done"))[-1]["response"]
+        assert done["status"] == "failed"
+        assert done["status_details"]["error"]["code"] == "timeout"
     finally:
         await close(client, task)
 
