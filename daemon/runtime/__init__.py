@@ -6,8 +6,9 @@ with their worker pools, the chat service and the speech pipeline
 protocol adapters see it through (:class:`~daemon.runtime.facade.Hearth`: open a
 session or a conversation from a named profile, open a wake stream, resolve a
 voice, speak, chat; its parts are ``speech_door`` for speech in and wake words,
-``reply_door`` for voices, speech out and chat, on ``door``); ``profiles`` collects each kind of client's session timing
-(push-to-talk, hands-free, wake, Willow upload, Wyoming request) in one place;
+``reply_door`` for voices, speech out and chat, on ``door``); ``profiles``
+collects each kind of client's session timing (push-to-talk, hands-free, wake,
+Willow upload, Wyoming request, Realtime) in one place;
 ``startup`` warms the engines up; ``remote`` builds the engines served by remote
 servers; ``reload`` decides what a SIGHUP changes and retires replaced engines.
 Runtime may import every room below it (``errors``, ``config``, ``ops``,
