@@ -199,17 +199,27 @@ class FakeTts(TtsEngine):
 
 
 class FakeLlm(LlmEngine):
-    """Streams ``tokens`` as the reply to every prompt; records the prompts."""
+    """Streams ``tokens`` as the reply to every prompt; records the prompts.
+
+    ``script``: replies for the first prompts, in order (then ``tokens``); a reply may
+    call tools in the Hermes way (``<tool_call>{"name": ..., "arguments": ...}</tool_call>``),
+    which the base class's ``stream_tools`` reads back.
+    """
 
     device = "cpu"
 
     def __init__(
-        self, tokens: list[str] | None = None, name: str = "fake-llm", context_tokens: int = 0
+        self,
+        tokens: list[str] | None = None,
+        name: str = "fake-llm",
+        context_tokens: int = 0,
+        script: list[list[str]] | None = None,
     ) -> None:
         self.name = name
         self.context_tokens = context_tokens
         """0: unknown, as for a remote server."""
         self.tokens = list(tokens or ["The kitchen", " lights are", " on now."])
+        self.script = [list(reply) for reply in script or []]
         self.prompts: list[list[ChatMessage]] = []
 
     @property
@@ -221,7 +231,7 @@ class FakeLlm(LlmEngine):
         self, messages: list[ChatMessage], sampling: Sampling
     ) -> AsyncIterator[str]:
         self.prompts.append(list(messages))
-        for token in self.tokens:
+        for token in self.script.pop(0) if self.script else self.tokens:
             await asyncio.sleep(0)
             yield token
 

@@ -110,6 +110,14 @@ class ReplyDoor(Door):
         chat = self._chat()
         return chat.complete(messages, _sampling(chat, temperature, top_p, max_tokens))
 
+    async def chat_messages(
+        self, conversation_id: str, text: str, instructions: str | None = None
+    ) -> list[ChatMessage]:
+        """The system turn, the conversation's history that fits, and ``text`` as the
+        user turn (``instructions``: a client's own system prompt), as :meth:`chat`
+        would send them: the start of a reply that may call tools."""
+        return await self._chat().prepare_messages(conversation_id, text, instructions=instructions)
+
     def complete_with_tools(
         self,
         messages: list[ChatMessage],

@@ -103,6 +103,8 @@ class ChatOptions:
     temperature: float | None = None
     max_tokens: int | None = None
     """The longest reply (tokens); None: ``llm.max_tokens``."""
+    turns: tuple[ChatMessage, ...] = ()
+    """Turns after the user's (a tool call and its results): the reply answers them."""
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
@@ -152,6 +154,17 @@ async def cut_text_repetition(
         tail = guard.finish()
         if tail:
             yield tail
+    finally:
+        if isinstance(pieces, AsyncGenerator):
+            await pieces.aclose()
+
+
+async def _text_only(pieces: AsyncIterator[ReplyPiece]) -> AsyncIterator[str]:
+    """The text of a reply (a tool call no tool was offered for is dropped)."""
+    try:
+        async for piece in pieces:
+            if isinstance(piece, str):
+                yield piece
     finally:
         if isinstance(pieces, AsyncGenerator):
             await pieces.aclose()
@@ -248,15 +261,22 @@ class ChatService:
                 speculative reply passes False and is remembered only if it is used.
             speaker: the enrolled person who said it (None: not known); the system
                 prompt names them.
-            options: the client's own instructions and limits (None: the configured).
+            options: the client's own instructions and limits (None: the configured),
+                and the tool turns the reply answers.
         """
         options = options or ChatOptions()
         self.check_options(options)
         messages = await self.prepare_messages(
             conversation_id, text, speaker=speaker, instructions=options.instructions
         )
+        sampling = options.sampling(self.settings.sampling)
+        pieces: AsyncIterator[str]
+        if options.turns:  # the answer to tool results: text only, no tools offered now
+            pieces = _text_only(self.complete_tools(messages + list(options.turns), None, sampling))
+        else:
+            pieces = self.reply(messages, sampling)
         parts: list[str] = []
-        async for piece in self.reply(messages, options.sampling(self.settings.sampling)):
+        async for piece in pieces:
             parts.append(piece)
             yield piece
         if remember:

@@ -100,7 +100,7 @@ class SessionConfig:
     max_output_tokens: int | None = None
     """None: ``inf`` (Hearth's ``llm.max_tokens``)."""
     tools: tuple[dict[str, Any], ...] = ()
-    """Function tools the client offers (see ``RealtimeSession.tools_hook``)."""
+    """Function tools the client offers (see :mod:`~protocols.realtime.tools`)."""
     tool_choice: str = "auto"
 
     @property
@@ -311,6 +311,13 @@ def _tool_choice(value: object, param: str) -> str:
     return _text(value, param, 64)
 
 
+def rendered_choice(choice: str) -> str | dict[str, Any]:
+    """``tool_choice`` as OpenAI writes it (a name is a function's)."""
+    return (
+        choice if choice in ("auto", "none", "required") else {"type": "function", "name": choice}
+    )
+
+
 def _format(value: object, param: str) -> WireFormat:
     try:
         return wire_format(value, param)
@@ -383,7 +390,7 @@ def render(
         "model": config.model,
         "instructions": instructions,
         "tools": list(config.tools),
-        "tool_choice": config.tool_choice,
+        "tool_choice": rendered_choice(config.tool_choice),
         "temperature": config.temperature,
     }
     if beta:

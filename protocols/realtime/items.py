@@ -6,7 +6,8 @@ instructions); ``truncate`` and ``delete`` act on items the session knows.
 ``response.create`` becomes a :class:`Request`: the response's own settings over the
 session's, answered by :func:`answer` once every user item it answers has its words.
 Hearth's history holds what the person said and what Hearth answered, so an
-assistant message cannot be added, and tool items go to the tools hook.
+assistant message (or a function call) cannot be added; a ``function_call_output``
+answers a call the model made (see :mod:`~protocols.realtime.tools`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from daemon.audio.pcm import PcmConverter
+from daemon.engines.llm.base import ToolSet
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import AudioTooLong, HearthError
 from daemon.speech.chat import ChatOptions
 from protocols.realtime import config as cfg
+from protocols.realtime import tools
 from protocols.realtime.audio import WireFormat, received, wire_format
 from protocols.realtime.objects import Response, UserItem, message_item
 from protocols.realtime.wire import Refused, event, new_id
@@ -47,8 +50,14 @@ async def create(session: RealtimeSession, item: object) -> None:
     if not isinstance(item, dict):
         raise Refused("'item' must be an object", "invalid_type", "item")
     kind = item.get("type", "message")
-    if kind in ("function_call", "function_call_output"):
-        session.tools_hook(({"name": str(item.get("name", kind))},))
+    if kind == "function_call_output":
+        await tools.add_output(session, item)
+        return
+    if kind == "function_call":
+        raise Refused(
+            "function calls cannot be added: Hearth's history holds the calls it made",
+            param="item.type",
+        )
     if kind != "message":
         raise Refused(f"unknown item type {str(kind)[:32]!r}", "invalid_value", "item.type")
     item_id = item.get("id") or new_id("item")
@@ -202,6 +211,8 @@ class Request:
     chat: ChatOptions
     instructions: str | None
     """The response's own instructions (they are the question when nothing waits)."""
+    tools: ToolSet | None = None
+    """The tools it offers (the response's, else the session's; None: none)."""
 
 
 def response_request(session: RealtimeSession, given: object) -> Request:
@@ -217,8 +228,13 @@ def response_request(session: RealtimeSession, given: object) -> Request:
         raise Refused(
             "a response answers the conversation, not its own input", param="response.input"
         )
-    if given.get("tools"):
-        session.tools_hook(tuple(given["tools"]))
+    offered = session.tools
+    if given.get("tools") is not None or given.get("tool_choice") is not None:
+        offered = tools.offered(
+            given.get("tools", list(config.tools)),
+            given.get("tool_choice", config.tool_choice),
+            "response.tools",
+        )
     audio = given.get("audio")
     output = audio.get("output") if isinstance(audio, dict) else None
     output = output if isinstance(output, dict) else {}
@@ -255,7 +271,7 @@ def response_request(session: RealtimeSession, given: object) -> Request:
         tts = facade.resolve_voice(voice, aliases, speed=config.speed, sample_rate=fmt.rate)
     name = voice or session.defaults().voice
     response = Response(new_id("resp"), speaks, fmt, name, tokens)
-    return Request(response, tts, chat, instructions)
+    return Request(response, tts, chat, instructions, offered)
 
 
 async def answer(session: RealtimeSession, request: Request, pending: list[UserItem]) -> None:
@@ -268,9 +284,16 @@ async def answer(session: RealtimeSession, request: Request, pending: list[UserI
         text = "\n".join(w for w in words if w) or (request.instructions or "").strip()
         if response.finished:
             return
+        if session.tool_turns.waiting:  # the function outputs (and any new words) answered
+            await tools.answer_results(session, request, "\n".join(w for w in words if w))
+            return
         if not text:
             await book.finish(response, "completed")
             return
+        if request.tools is not None:
+            await tools.respond(session, request, text, request.tools)
+            return
+        session.tool_turns.clear()
         response.asked = True
         await session.conversation.ask(text, response.speak, request.tts, request.chat)
     except HearthError as exc:

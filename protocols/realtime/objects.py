@@ -61,6 +61,8 @@ class Response:
     rate: int = 24000
     audio_sent: bool = False
     error: dict[str, Any] | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """The ``function_call`` items it made (then it has no message)."""
     finished: bool = False
     deadline: asyncio.TimerHandle | None = None
 
@@ -83,7 +85,8 @@ class Response:
             "object": "realtime.response",
             "status": status,
             "status_details": details,
-            "output": output if self.begun and status != "in_progress" else [],
+            "output": list(self.calls)
+            or (output if self.begun and status != "in_progress" else []),
             "conversation_id": conversation,
             "output_modalities": ["audio"] if self.speak else ["text"],
             "max_output_tokens": self.max_output_tokens or "inf",

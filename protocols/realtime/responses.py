@@ -72,6 +72,8 @@ class Book:
         """A response the client asked for, before its reply starts."""
         self.draining: Response | None = None
         """A response whose reply is written, while its audio still goes out."""
+        self.respond: Callable[[], Awaitable[None]] | None = None
+        """Asks for a response to a heard turn (tools offered: the session answers it)."""
         self.cancel_reason = "turn_detected"
         self.last_item: str | None = None
         self.known: OrderedDict[str, str] = OrderedDict()
@@ -187,6 +189,8 @@ class Book:
     async def _final(self, final: ev.FinalTranscript) -> None:
         item = await self._heard_item()
         await self.transcribed(item, final.text, final.audio_ms)
+        if self.respond is not None and final.text.strip():
+            await self.respond()
 
     async def _ignored(self, ignored: ev.UtteranceIgnored) -> None:
         """The household gate set the turn aside: it leaves the conversation."""

@@ -4,10 +4,12 @@ The session translates, and decides nothing. Input audio goes to the conversatio
 in order (through the :class:`~protocols.realtime.lane.Lane`); ``turn_detection``
 picks how it hears (hands-free with the fixed silence or the turn model, or
 push-to-talk committed by the client); ``response.create`` asks it a question made
-of the user items not yet answered; ``response.cancel`` interrupts its reply. Its
-events become server events through the :class:`~protocols.realtime.responses.Book`,
-and reply audio goes out paced by the
-:class:`~protocols.realtime.playback.PacedPlayback`.
+of the user items not yet answered; ``response.cancel`` interrupts its reply. A
+response that offers function tools goes the tool path
+(:mod:`~protocols.realtime.tools`); with tools and ``create_response``, the session
+asks for each heard turn's response itself. The conversation's events become server
+events through the :class:`~protocols.realtime.responses.Book`, and reply audio goes
+out paced by the :class:`~protocols.realtime.playback.PacedPlayback`.
 
 Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the events waiting
 their turn at most :data:`MAX_QUEUED_BYTES`; a response must end within
@@ -24,6 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
+from daemon.engines.llm.base import ToolSet
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
@@ -33,7 +36,7 @@ from daemon.speech.conversation import Mode
 from daemon.speech.stream import EventStream
 from daemon.speech.tasks import OwnedTasks
 from protocols.realtime import config as cfg
-from protocols.realtime import items
+from protocols.realtime import items, tools
 from protocols.realtime.audio import WireFormat, received
 from protocols.realtime.lane import Lane, Step
 from protocols.realtime.objects import Response
@@ -99,6 +102,9 @@ class RealtimeSession:
         """Push-to-talk: audio since the last commit (ms)."""
         self._heard_by: object = None
         self._answers: dict[str, asyncio.Task[None]] = {}
+        self._tools: ToolSet | None = None
+        self.tool_turns = tools.ToolTurns()
+        """A question whose answer waits on function calls."""
         self._closed = False
 
     def _initial(self, model: str) -> cfg.SessionConfig:
@@ -194,7 +200,7 @@ class RealtimeSession:
 
     async def _session_update(self, data: dict[str, Any], client_event: str | None) -> None:
         new = cfg.updated(self.config, data.get("session"))
-        self.tools_hook(new.tools)
+        offered = tools.offered(new.tools, new.tool_choice, "session.tools")
         facade = self.hearth()
         if new.speaks and not facade.speaks:
             raise Refused("spoken output needs TTS, which is not enabled", param="session.audio")
@@ -211,7 +217,9 @@ class RealtimeSession:
         if facade.chats:
             facade.check_chat_options(chat)
         rehear = new.hearing_key() != self.config.hearing_key()
+        rehear = rehear or (offered is None) != (self._tools is None)
         self.config = new
+        self._tools = offered
         if rehear:
             await self.conversation.mute()  # the next audio is heard the new way
         self.conversation.chat_options = chat
@@ -273,6 +281,14 @@ class RealtimeSession:
         task = self._tasks.spawn(items.answer(self, request, pending), "answer")
         self._answers[response.id] = task
         task.add_done_callback(lambda _: self._answers.pop(response.id, None))
+
+    async def _respond_to_turn(self) -> None:
+        """A heard turn, with tools offered: the session asks for its response."""
+        if self.book.active is None and self.book.pending:
+            try:
+                await self._response_create({}, None)
+            except HearthError as exc:  # the client hears why its turn went unanswered
+                await self.send(hearth_error(exc, None))
 
     async def _response_cancel(self, data: dict[str, Any], client_event: str | None) -> None:
         response = self.book.active or self.book.draining
@@ -365,7 +381,7 @@ class RealtimeSession:
             Mode.PUSH_TO_TALK if turn is None else Mode.HANDS_FREE,
             model=self.asr_model(config),
             transcribe=config.transcribe_options(),
-            reply=turn is not None and turn.create_response,
+            reply=turn is not None and turn.create_response and not self.replies_with_tools,
             speak=config.speaks,
             tts_options=self.tts_options(config.voice, config) if config.speaks else None,
             profile=None if turn is None else turn.profile,
@@ -373,7 +389,9 @@ class RealtimeSession:
         )
         await self.conversation.listen(hearing)
         self.book.vad = turn is not None
-        self.book.auto_reply = turn is not None and turn.create_response
+        auto = turn is not None and turn.create_response
+        self.book.auto_reply = auto and not self.replies_with_tools
+        self.book.respond = self._respond_to_turn if self.replies_with_tools else None
         self.book.audio_base_ms = round(self._input_ms)
         self._heard_by = self.conversation.speech
         self._buffered_ms = 0.0
@@ -403,22 +421,17 @@ class RealtimeSession:
             limits.get("max_tokens", base.max_tokens),
         )
 
-    def tools_hook(self, tools: tuple[dict[str, Any], ...]) -> None:
-        """Where function tools join the session (every ``tools`` and tool item comes here).
+    @property
+    def tools(self) -> ToolSet | None:
+        """The tools the session offers its responses (None: none to call)."""
+        return self._tools
 
-        Chat completions has tool calls; for a Realtime session the conversation's
-        replies must take ``session.tools`` too, the book must send a call as a
-        ``function_call`` item with ``response.function_call_arguments.delta`` / ``done``,
-        and a ``function_call_output`` item must answer it on the next response. Until
-        then a session that offers tools is refused, rather than one whose tools are
-        silently never called.
-        """
-        if tools:
-            raise Refused(
-                "function tools are not supported on /v1/realtime yet",
-                "invalid_value",
-                "session.tools",
-            )
+    @property
+    def replies_with_tools(self) -> bool:
+        """Whether each turn's reply is a response the session makes itself, on the
+        tool path (tools offered and ``create_response``), not the conversation's own."""
+        turn = self.config.turn_detection
+        return self._tools is not None and turn is not None and turn.create_response
 
     def defaults(self) -> cfg.Defaults:
         """Hearth's values for what the client leaves unset."""

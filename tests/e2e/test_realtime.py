@@ -161,3 +161,58 @@ async def test_client_committed_turns_and_a_text_reply(client, speak):
         text = "".join(e.delta for e in seen if e.type == "response.output_text.delta")
         assert "paris" in words(text)
         assert not reply_audio(seen)
+
+
+LIGHT = {
+    "type": "function",
+    "name": "turn_on_light",
+    "description": "Turn on the light in a room of the house.",
+    "parameters": {
+        "type": "object",
+        "properties": {"room": {"type": "string", "description": "The room, e.g. kitchen"}},
+        "required": ["room"],
+    },
+}
+
+
+async def test_a_function_call_round_trip_ends_in_a_spoken_answer(client, engines):
+    async with client.realtime.connect(model="gpt-realtime") as conn:
+        seen: list[Any] = []
+        await until(conn, "session.created", seen)
+        session = {
+            "type": "realtime",
+            "tools": [LIGHT],
+            # A named choice: the embedded 0.5B model is weak at choosing ("auto").
+            "tool_choice": {"type": "function", "name": "turn_on_light"},
+            "audio": {"input": {"turn_detection": None}},
+        }
+        await conn.session.update(session=session)
+        updated = await until(conn, "session.updated", seen)
+        assert updated.session.tools[0].name == "turn_on_light"
+        item = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Turn on the kitchen light"}],
+        }
+        await conn.conversation.item.create(item=item)
+        await conn.response.create()
+        done = await until(conn, "response.done", seen)
+        assert done.response.status == "completed"
+        call = first(seen, "response.function_call_arguments.done")
+        assert call.name == "turn_on_light"
+        assert "kitchen" in call.arguments.lower()
+        added = first(seen, "response.output_item.added")
+        assert added.item.type == "function_call"
+        assert done.response.output[0].type == "function_call"
+        assert not reply_audio(seen)
+
+        result = {"type": "function_call_output", "call_id": call.call_id, "output": '{"on": true}'}
+        await conn.conversation.item.create(item=result)
+        later: list[Any] = []
+        await conn.response.create()
+        answered = await until(conn, "response.done", later)
+        assert answered.response.status == "completed"
+        assert answered.response.output[0].type == "message"
+        audio = reply_audio(later, answered.response.id)
+        assert len(audio) > RATE // 2  # a spoken answer, over a quarter of a second
+        assert answered.response.output[0].content[0].transcript

@@ -1,9 +1,9 @@
-"""What the Realtime API needed of the core, tested on the core alone.
+"""A client's own options for a conversation, on the core alone.
 
-(These mirror daemon/speech and daemon/runtime; they live here while the Realtime
-change is reviewed as one piece.) A client's own instructions and limits for its
-replies (``ChatOptions``), through the chat service, the pipeline's speculative
-replies and the conversation; a reply stopped without stopping the hearing
+A client's own instructions and limits for its replies (``ChatOptions``), through
+the chat service, the pipeline's speculative replies and the conversation; a reply
+that answers tool turns after the question (``ChatOptions.turns``) and the facade's
+start of a reply that may call tools; a reply stopped without stopping the hearing
 (``Conversation.interrupt``); hands-free with the fixed silence
 (``Profile.HANDS_FREE_SILENCE``); a sensitivity for a conversation's hearing.
 """
@@ -19,7 +19,7 @@ import pytest
 
 from daemon.audio.pcm import INTERNAL
 from daemon.config import parse_config
-from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.llm.base import ChatMessage, Sampling, ToolCall
 from daemon.errors import InvalidRequest, TextTooLong
 from daemon.runtime.profiles import Profile, Sensitivity, session_profile
 from daemon.speech import events as ev
@@ -76,6 +76,42 @@ async def test_instructions_replace_the_system_prompt_and_the_speaker_is_still_n
     assert llm.prompts[-1][0] == ChatMessage("system", SYSTEM)
     with pytest.raises(TextTooLong):
         chat.check_options(ChatOptions("x" * 51))
+
+
+async def test_turns_after_the_question_are_answered_and_the_exchange_remembered():
+    llm = FakeLlm(["It is", " on"])
+    chat = ChatService(llm, ConversationStore(4, 60, 10), ChatSettings(SYSTEM))
+    call = ToolCall("call_1", "turn_on_light", '{"room": "kitchen"}')
+    turns = (
+        ChatMessage("assistant", "", (call,)),
+        ChatMessage("tool", "ok", tool_call_id="call_1"),
+    )
+    answer = await reply(chat.chat("c", "Kitchen light.", options=ChatOptions(turns=turns)))
+    assert answer == "It is on"
+    prompt = llm.prompts[-1]
+    asked = prompt.index(ChatMessage("user", "Kitchen light."))
+    assert "turn_on_light" in str(prompt[asked + 1 :])  # the call and its result follow
+    assert chat.conversations.history("c") == [
+        ChatMessage("user", "Kitchen light."),
+        ChatMessage("assistant", "It is on"),
+    ]
+
+
+async def test_the_facade_starts_a_tool_reply_with_the_history(tmp_path: Path):
+    fakes = fake_engines(fake_config(tmp_path))
+    try:
+        hearth = fakes.hearth
+        chat = hearth._chat()
+        chat.remember("c", "Hi.", "Hello.")
+        messages = await hearth.chat_messages("c", "Lights?", "Be kind.")
+        assert messages[0] == ChatMessage("system", "Be kind.")
+        assert messages[1:] == [
+            ChatMessage("user", "Hi."),
+            ChatMessage("assistant", "Hello."),
+            ChatMessage("user", "Lights?"),
+        ]
+    finally:
+        fakes.close()
 
 
 # --------------------------------------------------------------------------- conversation
