@@ -4,15 +4,20 @@ The session translates, and decides nothing: the conversation engine
 (:mod:`daemon.speech.conversation`) hears, ends turns, replies, and stops a reply on
 barge-in. ``session`` turns client events into conversation calls (in order, through
 the ``lane``), ``items`` handles the items a client adds and the responses it asks
-for, and ``responses`` keeps the Realtime bookkeeping (ids, transcripts, responses
-around replies) that maps the conversation's events onto server events; ``objects``
-writes items and responses as OpenAI does. ``config`` reads ``session.update`` (the
-generally available shape and the 2024 beta's) and writes the session back; ``wire``
-builds server events and errors; ``audio`` converts the wire formats (24 kHz PCM,
-G.711); ``playback`` paces reply audio to the client and knows how much of it played.
+for, ``tools`` answers with function calls (chat completions' tool path) and their
+outputs, and ``responses`` keeps the Realtime bookkeeping (ids, transcripts,
+responses around replies) that maps the conversation's events onto server events;
+``objects`` writes items and responses as OpenAI does. ``config`` reads
+``session.update`` (the generally available shape and the 2024 beta's) and writes the
+session back; ``wire`` builds server events and errors; ``audio`` converts the wire
+formats (24 kHz PCM, G.711); ``playback`` paces reply audio to the client and knows
+how much of it played.
 
 The route, with its authentication, lives in the HTTP room
-(``protocols/http/realtime_route.py``) and hands the accepted socket over. This room
-imports no other protocol room; into the core it goes through the facade's door, plus
-the vocabulary's value types.
+(``protocols/http/realtime_route.py``) and hands the accepted socket over. ``calls``
+carries the same session over a peer connection (``POST /v1/realtime/calls``): events
+on the ``oai-events`` data channel, audio on the tracks, with the WebRTC room's peer
+manager and tracks. This room imports ``protocols.webrtc`` and ``protocols.patches``
+only; into the core it goes through the facade's door, plus the vocabulary's value
+types.
 """

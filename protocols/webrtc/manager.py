@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from aiortc import (
     RTCConfiguration,
@@ -33,6 +34,7 @@ from protocols.listener import Announcement, Drained
 from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
 from protocols.webrtc.session import RtcSession
+from protocols.webrtc.tracks import ReplyTrack
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -40,6 +42,41 @@ MAX_SDP_CHARS = 64 * 1024
 REAP_INTERVAL_S = 10.0
 CLOSE_WAIT_S = 5.0
 """On stop: how long sessions being closed by their connect deadline get to finish."""
+
+
+class PeerSession(Protocol):
+    """What the manager needs of a session: Hearth's own (:class:`RtcSession`) or
+    another protocol's over the same peer connections (the Realtime API's calls)."""
+
+    id: str
+    pc: RTCPeerConnection
+    reply_track: ReplyTrack
+    last_activity: float
+
+    @property
+    def busy(self) -> bool:
+        """Whether the session holds engines now."""
+        ...
+
+    def attach_channel(self, channel: Any) -> None:
+        """The client's data channel arrived."""
+        ...
+
+    def attach_track(self, track: Any) -> None:
+        """The client's microphone track arrived."""
+        ...
+
+    def on_engines_changed(self) -> None:
+        """The engines were reloaded."""
+        ...
+
+    async def close(self) -> None:
+        """Free everything; safe to call more than once."""
+        ...
+
+
+SessionFactory = Callable[[str, RTCPeerConnection, Callable[[], Hearth]], PeerSession]
+"""Makes a session from (id, peer connection, engines)."""
 
 
 class RtcManager:
@@ -52,7 +89,8 @@ class RtcManager:
         self.config = config
         self._hearth = hearth
         """The engines in use now, as a facade (ModelUnavailable while loading)."""
-        self.sessions: dict[str, RtcSession] = {}
+        self.sessions: dict[str, PeerSession] = {}
+        """Open sessions by id (:class:`RtcSession` unless another factory made them)."""
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
         self._reaper: asyncio.Task[None] | None = None
         self._deadlines: dict[str, asyncio.TimerHandle] = {}
@@ -72,8 +110,13 @@ class RtcManager:
         ]
         return RTCConfiguration(iceServers=servers)
 
-    async def answer(self, sdp: str, kind: str) -> tuple[str, RTCSessionDescription]:
-        """A new session for a non-trickle offer; returns (session id, answer)."""
+    async def answer(
+        self, sdp: str, kind: str, make: SessionFactory = RtcSession
+    ) -> tuple[str, RTCSessionDescription]:
+        """A new session for a non-trickle offer; returns (session id, answer).
+
+        ``make`` builds the session (Hearth's own protocol unless told otherwise).
+        """
         if self.closed:
             raise Busy("Hearth is shutting down")
         if not self.started:
@@ -88,7 +131,7 @@ class RtcManager:
             )
         self._hearth()  # not ready yet: fail before any work
         pc = RTCPeerConnection(self._rtc_configuration())
-        session = RtcSession(uuid.uuid4().hex[:12], pc, self._hearth)
+        session = make(uuid.uuid4().hex[:12], pc, self._hearth)
         self.sessions[session.id] = session
 
         @pc.on("datachannel")
@@ -98,7 +141,7 @@ class RtcManager:
         @pc.on("track")
         def on_track(track: object) -> None:
             if getattr(track, "kind", "") == "audio":
-                session.attach_track(track)  # type: ignore[arg-type]
+                session.attach_track(track)
 
         @pc.on("connectionstatechange")
         async def on_state() -> None:
@@ -237,6 +280,6 @@ class RtcManager:
             await asyncio.wait(set(self._closing), timeout=CLOSE_WAIT_S)
 
 
-def _session_busy(session: RtcSession) -> bool:
+def _session_busy(session: PeerSession) -> bool:
     """An utterance is being heard, or a reply is on its way (both hold engines)."""
     return session.busy

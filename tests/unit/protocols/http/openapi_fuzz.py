@@ -67,7 +67,7 @@ FUZZ_SETTINGS = settings(
     # Shrinking a failure can take minutes; the unshrunk request reproduces it as well.
     phases=[Phase.explicit, Phase.generate],
 )
-NOT_READY_HERE = {"POST /api/rtc/asr"}
+NOT_READY_HERE = {"POST /api/rtc/asr", "POST /v1/realtime/calls"}
 """Operations that answer 503 ``not-ready`` in-process: WebRTC media needs the daemon's
 own event loop and UDP ports, so the app here has no WebRTC manager. Their status, content
 type and body are still checked."""
