@@ -35,13 +35,12 @@ from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
-from protocols.patches.aiortc import ignore_bye
 from protocols.realtime import config as cfg
 from protocols.realtime.audio import WireFormat
 from protocols.realtime.lane import Step
 from protocols.realtime.session import RealtimeSession
 from protocols.realtime.wire import Event, Refused, event, hearth_error
-from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm
+from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm, keep_through_bye
 
 _LOGGER = logging.getLogger(__name__)
 CHANNEL = "oai-events"
@@ -262,9 +261,7 @@ class RealtimeCall:
 
     def attach_track(self, track: MediaStreamTrack) -> None:
         """The microphone arrived: the session hears it for the call's life."""
-        for transceiver in self.pc.getTransceivers():
-            if transceiver.receiver.track is track:
-                ignore_bye(transceiver.receiver, self.id)
+        keep_through_bye(self.pc, track, self.id)
         self.session.spawn(self._consume(track), "microphone")
 
     async def _consume(self, track: MediaStreamTrack) -> None:

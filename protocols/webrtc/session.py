@@ -30,10 +30,9 @@ from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent, Mode
 from daemon.speech.tasks import OwnedTasks
 from daemon.speech.wake_gate import WakeDetected, WakeWaiting
-from protocols.patches.aiortc import ignore_bye
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
-from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm
+from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm, keep_through_bye
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -102,9 +101,7 @@ class RtcSession:
 
     def attach_track(self, track: MediaStreamTrack) -> None:
         """The client's microphone track arrived: consume it for the session's life."""
-        for transceiver in self.pc.getTransceivers():
-            if transceiver.receiver.track is track:
-                ignore_bye(transceiver.receiver, self.id)
+        keep_through_bye(self.pc, track, self.id)
         self._tasks.spawn(self._consume(track), "audio")
 
     # ------------------------------------------------------------------ audio in

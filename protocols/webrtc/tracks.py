@@ -19,12 +19,14 @@ import fractions
 import threading
 import time
 from collections import deque
+from typing import Any
 
 import av
 import numpy as np
 from aiortc.mediastreams import MediaStreamTrack
 
 from daemon.audio.pcm import AudioFormat, resample_pcm
+from protocols.patches.aiortc import ignore_bye
 
 RATE = 48000
 TIME_BASE = fractions.Fraction(1, RATE)
@@ -32,6 +34,15 @@ FRAME_SAMPLES = 960
 """20 ms at 48 kHz: one Opus frame."""
 MAX_QUEUED_S = 120.0
 """Reply audio held at most (seconds): a longer reply is cut."""
+
+
+def keep_through_bye(pc: Any, track: MediaStreamTrack, session_id: str) -> None:
+    """Keep the client's microphone ``track`` open when the client sends an RTCP BYE
+    between utterances (a paused track, not a hang-up): the track, ICE and NAT
+    pinholes stay up for the session's life."""
+    for transceiver in pc.getTransceivers():
+        if transceiver.receiver.track is track:
+            ignore_bye(transceiver.receiver, session_id)
 
 
 def frame_pcm(frame: av.AudioFrame) -> tuple[AudioFormat, bytes]:
