@@ -27,12 +27,16 @@ CARD_ROUTES: frozenset[tuple[str, str]] = frozenset(
         ("POST", "/api/rtc/asr"),  # WebRTC signaling
         ("GET", "/api/voices"),  # the editor's voice picker
         ("GET", "/api/ping"),  # reachability check
+        ("POST", "/v1/realtime/calls"),  # a page's OpenAI Realtime call over WebRTC
     }
 )
 """(method, path) pairs open to the origins in ``http.cors_origins``; HEAD counts as GET."""
 
 ALLOW_HEADERS = "Content-Type, X-API-Key, Authorization"
 """Request headers the card may send."""
+
+EXPOSE_HEADERS = "Location"
+"""Response headers the page may read: a Realtime call's ``Location`` names the call."""
 
 MAX_AGE_S = 600
 """How long a browser may cache a preflight answer (seconds)."""
@@ -102,6 +106,7 @@ class CardCors:
                 started = True
                 out = MutableHeaders(scope=message)
                 out["Access-Control-Allow-Origin"] = origin
+                out["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
                 _add_vary_origin(out)
             await send(message)
 

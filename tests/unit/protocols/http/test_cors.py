@@ -67,6 +67,7 @@ def test_route_table() -> None:
     assert not is_card_route("POST", "/api/voices") and not is_card_route("GET", "/api/rtc/asr")
     assert card_methods("/api/voices") == ["GET", "HEAD"]
     assert card_methods("/api/rtc/asr") == ["POST"] and card_methods("/v1/models") == []
+    assert card_methods("/v1/realtime/calls") == ["POST"]
 
 
 @pytest.mark.parametrize(("method", "path"), sorted(CARD_ROUTES))
@@ -75,6 +76,8 @@ def test_allowed_origin_on_card_routes(client: TestClient, method: str, path: st
     assert resp.headers["access-control-allow-origin"] == HA
     assert resp.headers["vary"] == "Origin"
     assert "access-control-allow-credentials" not in resp.headers
+    # A Realtime call's answer names the call in Location; the page may read it.
+    assert resp.headers["access-control-expose-headers"] == "Location"
 
 
 def test_head_counts_as_get_and_origins_match_case_insensitively(client: TestClient) -> None:
