@@ -371,6 +371,9 @@ class LlmConfig:
     history_turns: int = field(default=8, metadata=_c(min=0, max=100))
     history_ttl_s: int = field(default=1800, metadata=_c(min=1, max=604800))
     max_conversations: int = field(default=256, metadata=_c(min=1, max=100000))
+    prompt_cache: bool = True
+    """Keep the evaluated system prompt (local models): in memory, and on disk under the
+    cache folder's ``llm/`` so that a new process starts warm."""
     remote: RemoteLlmConfig = field(default_factory=RemoteLlmConfig)
 
 

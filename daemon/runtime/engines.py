@@ -8,6 +8,7 @@ the CPU instead, and the reason is logged and kept for ``hearth check``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +110,7 @@ def model_keys(config: Config) -> dict[str, object]:
         llm.remote if llm.backend == "remote" else None,
         (llm.model, llm.device, llm.gpu_layers, llm.context_tokens, llm.threads),
         config.models_path,
+        llm.prompt_cache,
     )
     wake = config.wake
     keys["wake"] = (
@@ -442,7 +444,43 @@ def load_engines(
         old_chat = previous.chat if previous else None
         conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
         engines.attach_llm(engine, conversations)
+        old_prompt = previous.config.llm.system_prompt if previous else None
+        if kept_llm is None or old_prompt != config.llm.system_prompt:
+            _prime_llm(engine, config)
     return engines
+
+
+def llm_cache_path(config: Config) -> Path:
+    """Where saved system-prompt states live: ``llm/`` in the cache folder the TTS
+    cache's default is in (``$CACHE_DIRECTORY`` under systemd, else the state folder's
+    ``cache/``)."""
+    if os.environ.get("CACHE_DIRECTORY"):
+        return Path(os.environ["CACHE_DIRECTORY"].split(":")[0]) / "llm"
+    return config.state_path / "cache" / "llm"
+
+
+def _prime_llm(engine: LlmEngine, config: Config) -> None:
+    """Have a local model evaluate the system prompt now, or read its state from disk,
+    so that the first reply evaluates only its own turn (blocking: in the loading
+    thread, never the event loop; the model's lock orders it with any reply)."""
+    if config.llm.backend != "local" or not config.llm.system_prompt:
+        return
+    from daemon.engines.llm.local import LocalLlm
+
+    if not isinstance(engine, LocalLlm) or engine.prompt_cache is None:
+        return
+    cache = engine.prompt_cache
+    began, disk_hits = time.perf_counter(), cache.disk_hits
+    try:
+        primed = engine.prime(config.llm.system_prompt)
+    except Exception as exc:  # noqa: BLE001 - the first reply evaluates it instead
+        _LOGGER.warning("Could not prepare the system prompt's state: %s", exc)
+        return
+    if primed:
+        source = "read from disk" if cache.disk_hits > disk_hits else "evaluated"
+        _LOGGER.info(
+            "System prompt %s in %.2f s (llm.prompt_cache)", source, time.perf_counter() - began
+        )
 
 
 def _load_wake(config: Config) -> WakeLibrary:
@@ -545,6 +583,8 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
             gpu_layers=config.llm.gpu_layers if p.device == "cuda" else 0,
             threads=config.llm.threads,
             name=EMBEDDED_LLM_NAME if not config.llm.model else None,
+            prompt_cache=config.llm.prompt_cache,
+            cache_dir=llm_cache_path(config) if config.llm.prompt_cache else None,
         )
 
     return _load_with_fallback(engines, placement, path, load)

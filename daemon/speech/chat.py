@@ -222,7 +222,7 @@ class ChatService:
                 f"prompt is {len(text)} characters; the limit is {self.settings.max_prompt_chars}"
             )
         # The speaker goes after the configured prompt: a local model's evaluated prefix
-        # (kept by warm_up) stays the same whoever speaks.
+        # (kept by the LLM's prompt states, primed at load) stays the same whoever speaks.
         configured = self.settings.system_prompt if instructions is None else instructions
         prompt = "\n\n".join(p for p in (configured, speaker_line(speaker)) if p)
         system = [ChatMessage("system", prompt)] if prompt else []

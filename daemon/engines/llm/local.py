@@ -4,6 +4,10 @@ Plain replies go through llama-cpp-python's chat completion. Replies that may ca
 tools render the model's own chat template with the tools
 (:mod:`daemon.engines.llm.local_tools`) and read the calls back from the text
 (:class:`~daemon.engines.llm.toolcalls.ToolCallParser`).
+
+A plain reply starts from the saved state of its system turn when one is kept
+(:mod:`daemon.engines.llm.prompt_state`): only the conversation after it is evaluated,
+and the reply is the one a cold context gives, token for token.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from daemon.engines.llm.base import (
     ToolSet,
 )
 from daemon.engines.llm.local_tools import ChatTemplate, call_grammar
+from daemon.engines.llm.prompt_cache import PromptCache, model_identity
+from daemon.engines.llm.prompt_state import PromptStates
 from daemon.engines.llm.toolcalls import (
     OPEN,
     FollowUpGuard,
@@ -41,6 +47,9 @@ MESSAGE_OVERHEAD = 8
 class LocalLlm(LlmEngine):
     """One llama.cpp context; completions are serialized (a context is not reentrant)."""
 
+    states: PromptStates | None = None
+    """Saved system-turn states (None: the model cannot use them)."""
+
     def __init__(
         self,
         path: Path,
@@ -49,7 +58,17 @@ class LocalLlm(LlmEngine):
         gpu_layers: int = 0,
         threads: int = 0,
         name: str | None = None,
+        prompt_cache: bool = True,
+        cache_dir: Path | None = None,
     ) -> None:
+        """Load the model.
+
+        Args:
+            prompt_cache: keep the evaluated state of system prompts (in memory).
+            cache_dir: with ``prompt_cache``, also keep those states in this folder, so
+                that a new process starts warm.
+        """
+        import llama_cpp
         from llama_cpp import Llama
 
         self.name = name or path.stem
@@ -66,6 +85,14 @@ class LocalLlm(LlmEngine):
             verbose=False,
         )
         self._template = ChatTemplate.of(self._llama)
+        # Recurrent models cannot drop the end of a sequence: nothing to restore into.
+        recurrent = getattr(self._llama, "_is_recurrent", False) or getattr(
+            self._llama, "_is_hybrid", False
+        )
+        if self._template is not None and not recurrent:
+            identity = model_identity(path, context_tokens, llama_cpp.__version__)
+            cache = PromptCache(identity, cache_dir) if prompt_cache else None
+            self.states = PromptStates(self._llama, self._template, cache)
 
     def count_tokens(self, messages: list[ChatMessage]) -> int:
         """Exact token count with the model's tokenizer, plus template overhead (blocking)."""
@@ -102,7 +129,12 @@ class LocalLlm(LlmEngine):
         def work() -> Iterator[str]:
             # Tokenizing the prompt is CPU work too: here, not on the event loop.
             self.check_fits(messages, sampling)
+            states = self.states
+            plan = None if states is None else states.plan(messages)
             with self._lock:
+                if states is not None and plan is not None:
+                    # A state evaluated here stays in memory: only prime() writes to disk.
+                    states.take(*plan)
                 stream = self._llama.create_chat_completion(
                     messages=payload,
                     stream=True,
@@ -118,6 +150,29 @@ class LocalLlm(LlmEngine):
 
         async for piece in self.pool.stream(work):
             yield piece
+
+    @property
+    def prompt_cache(self) -> PromptCache | None:
+        """The saved states' store (None: prompt caching is off)."""
+        return None if self.states is None else self.states.cache
+
+    @prompt_cache.setter
+    def prompt_cache(self, cache: PromptCache | None) -> None:
+        if self.states is not None:
+            self.states.cache = cache
+
+    @property
+    def reused_tokens(self) -> int:
+        """Prompt tokens the last plain reply started from, evaluated before it."""
+        return 0 if self.states is None else self.states.reused_tokens
+
+    def prime(self, system_prompt: str) -> bool:
+        """Have ``system_prompt``'s turn evaluated, from disk when saved (blocking).
+
+        Returns whether a state is kept (False: prompt caching is off, or there is no
+        system prompt).
+        """
+        return self.states is not None and self.states.prime(system_prompt, self._lock)
 
     def stream_tools(
         self, messages: list[ChatMessage], sampling: Sampling, tools: ToolSet
