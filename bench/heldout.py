@@ -138,6 +138,50 @@ SENTENCES = [
 ]
 """Home commands written for this set (none is a test sentence)."""
 
+UNSEEN_SENTENCES = [
+    "Turn the kitchen radio off.",
+    "Is the oven still on?",
+    "Set the living room to twenty one degrees.",
+    "Open the blinds in the master bedroom.",
+    "Switch the hallway light to night mode.",
+    "Let me know when the dryer finishes.",
+    "Play my morning playlist in the bathroom.",
+    "Turn down the music in the kitchen.",
+    "Close the garage door please.",
+    "How cold is it outside right now?",
+    "Start the coffee machine.",
+    "Set a timer for twelve minutes.",
+    "Turn on the fan in the office.",
+    "Lock all the doors and windows.",
+    "What is the weather like tomorrow morning?",
+    "Dim the lights in the dining room to half.",
+    "Turn off the lamp on the desk.",
+    "Add bread and butter to the shopping list.",
+    "Wake me up at half past six.",
+    "Is the window in the bathroom open?",
+    "Switch on the porch light at sunset.",
+    "Stop the sprinklers in the back yard.",
+    "Turn the heating off in the spare room.",
+    "Play the news on the kitchen speaker.",
+    "How much energy did we use yesterday?",
+    "Turn the television volume up a little.",
+    "Open the front gate for the delivery.",
+    "Set the bedroom lights to a soft orange.",
+    "Remind me to call the plumber on Monday.",
+    "Turn off all the lights in ten minutes.",
+    "What is the temperature in the baby room?",
+    "Start the vacuum cleaner in the hallway.",
+    "Close every blind on the south side.",
+    "Turn on the heated towel rail.",
+    "Is the car charging right now?",
+    "Pause the television in the lounge.",
+    "Turn the kettle on.",
+    "Set the alarm for a quarter to eight.",
+    "Brighten the kitchen lights all the way.",
+    "Tell me the score of the football game.",
+]
+"""Home commands for the unseen part: not used to choose any setting."""
+
 BABBLE_TEXT = [
     "The committee will meet again next week to discuss the budget for the coming year.",
     "In other news, the river has risen above its banks after three days of heavy rain.",
@@ -185,6 +229,26 @@ VOICES = [
         length_scale=1.3,
     ),
 ]
+
+UNSEEN_VOICES = [
+    Voice("espeak en-gb-x-gbclan", "espeak", "en-gb-x-gbclan", 155),
+    Voice("espeak en-gb-x-gbcwmd+f2", "espeak", "en-gb-x-gbcwmd+f2", 165),
+    Voice("espeak en-us-nyc+m4", "espeak", "en-us-nyc+m4", 175),
+    Voice("espeak en-us+f5 slow", "espeak", "en-us+f5", 135),
+    Voice("espeak en-gb+Andy", "espeak", "en-gb+Andy", 160),
+    Voice("espeak en-029+m2 fast", "espeak", "en-029+m2", 185),
+    Voice(
+        "piper joe noise 0.8/0.6",
+        "piper",
+        noise_scale=0.8,
+        noise_w_scale=0.6,
+        length_scale=1.1,
+    ),
+]
+"""Voices of the unseen part: no setting was chosen on them."""
+
+PARTS = ("choice", "unseen")
+"""The held-out set in two parts: settings are chosen on the first, reported on the second."""
 
 
 @dataclass(frozen=True)
@@ -292,17 +356,23 @@ def _speech_power(speech: np.ndarray) -> float:
     return float(np.mean(power[power > power.max() * 1e-3]))
 
 
-def build_set(count: int | None = None) -> list[Clip]:
-    """The held-out clips, the same on every run (``count``: the first few only)."""
-    rng = np.random.default_rng(SEED)
+def build_set(count: int | None = None, part: str = "choice") -> list[Clip]:
+    """The held-out clips, the same on every run (``count``: the first few only).
+
+    ``part``: ``choice`` (the clips settings are chosen on) or ``unseen`` (other
+    sentences, other voices, another seed: what the choice is reported on).
+    """
+    unseen = part == "unseen"
+    rng = np.random.default_rng(SEED + 1 if unseen else SEED)
     piper = _Piper()
     babble_voices = [VOICES[1], VOICES[2], VOICES[4]]
     talk = [_espeak(v, t) for v, t in zip(babble_voices * 2, BABBLE_TEXT, strict=False)]
+    sentences, voices = (UNSEEN_SENTENCES, UNSEEN_VOICES) if unseen else (SENTENCES, VOICES)
     clips: list[Clip] = []
-    for i, text in enumerate(SENTENCES):
+    for i, text in enumerate(sentences):
         for k in range(2):
             n = 2 * i + k
-            voice = VOICES[(i + 4 * k) % len(VOICES)]
+            voice = voices[(i + 4 * k) % len(voices)]
             cond = CONDITIONS[(n + i // 7) % len(CONDITIONS)]
             clips.append(_clip(f"{n:03d}", text, voice, cond, rng, piper, talk))
     return clips[:count] if count else clips
@@ -368,7 +438,14 @@ FORMATS = [
     Format("8 kHz s16 mono", 8000, 1),
     Format("44.1 kHz s16 stereo", 44100, 2),
     Format("48 kHz float32 mono (WAV)", 48000, 1, floating=True),
+    Format("22.05 kHz s16 mono", 22050, 1),
 ]
+"""Every format a run may use; ``PART_FORMATS`` says which each part uses."""
+
+PART_FORMATS = {
+    "choice": FORMATS[:4],
+    "unseen": [FORMATS[0], FORMATS[4], FORMATS[1], FORMATS[2]],
+}
 
 
 def samples(clip: Clip, fmt: Format) -> bytes:
@@ -652,6 +729,8 @@ def run_paths(
     log: Callable[[str], None],
     config: str = "",
     save: Path | None = None,
+    formats: list[Format] | None = None,
+    speed: bool = True,
 ) -> tuple[Results, dict[str, float]]:
     """Every path on every clip and format; the raw baseline first, alone on the CPU.
 
@@ -663,11 +742,12 @@ def run_paths(
     """
     from tests.daemon import Daemon
 
+    formats = formats or FORMATS[:4]
     results, extra = _load(save)
     shifted = [dataclasses.replace(c, mix=c.mix[int(SHIFT_S * MIX_RATE) :]) for c in clips]
     raw: Callable[[bytes], str] | None = None
     for name, inputs in (("raw", clips), ("raw again", clips), ("raw shifted", shifted)):
-        for fmt in FORMATS:
+        for fmt in formats:
             if (name, fmt.label) in results:
                 continue
             raw = raw or raw_model()
@@ -680,12 +760,12 @@ def run_paths(
         daemon = Daemon(Path(tmp), config).start(timeout=300)
         try:
             url, port = daemon.url, daemon.wyoming_port
-            if "stream_ms" not in extra:
+            if speed and "stream_ms" not in extra:
                 # First, before this run loads the CPU with clients of its own.
                 extra["stream_ms"], extra["whole_ms"] = willow_speed(url, 7)
                 _save(save, results, extra)
             jobs: list[tuple[str, Format, Callable[[Clip, Format], str]]] = []
-            for fmt in FORMATS:
+            for fmt in formats:
                 jobs.append(("willow", fmt, lambda c, f: willow(url, c, f)))
                 if not fmt.floating:
                     jobs.append(("wyoming", fmt, lambda c, f: wyoming(port, c, f)))
@@ -714,43 +794,81 @@ def clip_errors(clips: list[Clip], texts: list[str]) -> list[int]:
 PATHS = ("willow", "wyoming", "openai")
 
 
-def table(clips: list[Clip], results: Results, extra: dict[str, float], load: str) -> str:
-    """The RESULTS.md section."""
-    engines = len({v.engine for v in VOICES})
+def stable(clips: list[Clip], results: Results, label: str) -> list[int]:
+    """The clips the raw model hears alike in all its passes (indexes), for ``label``.
+
+    A clip whose words move between two raw decodes of the same file, or when 10 ms
+    of inaudible lead-in is cut, is one where tiny.en is on an edge; every path's
+    trimming and resampling pushes it one way or the other. On the stable clips a
+    path's difference from raw is its own.
+    """
+    passes = [results.get((name, label)) for name in ("raw", "raw again", "raw shifted")]
+    found = [texts for texts in passes if texts is not None]
+    return [i for i in range(len(clips)) if len({tuple(normalize(t[i])) for t in found}) == 1]
+
+
+def table(
+    clips: list[Clip],
+    results: Results,
+    extra: dict[str, float],
+    load: str,
+    part: str = "choice",
+    formats: list[Format] | None = None,
+) -> str:
+    """The RESULTS.md section for one part of the set."""
+    formats = formats or PART_FORMATS[part]
+    voices = UNSEEN_VOICES if part == "unseen" else VOICES
+    sentences = UNSEEN_SENTENCES if part == "unseen" else SENTENCES
+    engines = len({v.engine for v in voices})
+    what = (
+        "the unseen part: sentences, voices and a seed that no setting was chosen on "
+        "(`--part unseen`)"
+        if part == "unseen"
+        else "the choice part: the clips the session's settings are chosen on"
+    )
     lines = [
-        "## Held-out accuracy by path and format (`bench/heldout.py`)",
+        f"## Held-out accuracy by path and format, {part} part (`bench/heldout.py`)",
         "",
         f"Machine: {machine()}. Date: {datetime.date.today()}. {load} A real `hearth serve` "
         "on loopback with the default config (tiny.en int8 on CPU, beam 1). Baseline, in the "
         "same run: the raw model (faster-whisper alone, the same model folder and decoding "
         "options, reading and resampling the whole WAV file itself), decoded twice to show "
-        f"how much it varies on its own. {len(clips)} clips of {len(SENTENCES)} home commands "
-        f"written for this set, {len(VOICES)} voices the tests do not use ({engines} engines: "
-        "eSpeak NG accents and variants, Piper joe with noise and speed varied), pauses inside "
-        "sentences, pink noise and reversed-speech babble at 20/15/10/5 dB SNR; the same "
-        "clips in every format. Clients behave as the real ones: Willow 20 ms pieces of a "
-        "chunked body in real time, Wyoming 10 ms chunks in real time (6 clients at once), "
-        "OpenAI the WAV file. Normalized WER (lower case, no punctuation, numbers spelled "
-        "out): errors over words, summed over clips. Run: `.venv/bin/python bench/heldout.py`.",
+        f"how much it varies on its own. {len(clips)} clips of {len(sentences)} home commands "
+        f"written for this set, {what}; {len(voices)} voices the tests do not use "
+        f"({engines} engines: eSpeak NG accents and variants, Piper joe with noise and speed "
+        "varied), pauses inside sentences, pink noise and reversed-speech babble at "
+        "20/15/10/5 dB SNR; the same clips in every format. Clients behave as the real ones: "
+        "Willow 20 ms pieces of a chunked body in real time, Wyoming 10 ms chunks in real "
+        "time (6 clients at once), OpenAI the WAV file. Normalized WER (lower case, no "
+        "punctuation, numbers spelled out): errors over words, summed over clips. Stable "
+        "clips: those the raw model hears alike in all three of its passes. Run: "
+        f"`.venv/bin/python bench/heldout.py --part {part}`.",
         "",
         "| format | raw (baseline) | raw again | raw, 10 ms less lead-in | willow | wyoming "
-        "| openai | clips worse / better than raw: willow · wyoming · openai | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| openai | clips worse / better than raw: willow · wyoming · openai "
+        "| stable clips: raw · willow · wyoming · openai | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     misses: list[str] = []
-    for fmt in FORMATS:
+    for fmt in formats:
+        if ("raw", fmt.label) not in results:
+            continue
         base = results[("raw", fmt.label)]
         base_wer = wer([(c.text, t) for c, t in zip(clips, base, strict=True)])
         base_err = clip_errors(clips, base)
-        cells, counts, verdict = [], [], "met"
+        keep = stable(clips, results, fmt.label)
+        cells, counts, steady, verdict = [], [], [], "met"
         for path in ("raw", "raw again", "raw shifted", *PATHS):
             texts = results.get((path, fmt.label))
             if texts is None:
                 cells.append("n/a")
                 counts.append("n/a")
+                steady.append("n/a")
                 continue
             value = wer([(c.text, t) for c, t in zip(clips, texts, strict=True)])
             cells.append(f"{value:.1f} %")
+            if path in ("raw", *PATHS):
+                steady.append(f"{wer([(clips[i].text, texts[i]) for i in keep]):.1f} %")
             if path not in PATHS:
                 continue
             errs = clip_errors(clips, texts)
@@ -761,26 +879,31 @@ def table(clips: list[Clip], results: Results, extra: dict[str, float], load: st
                 verdict = "not met"
                 misses.append(f"{path}, {fmt.label}: {value - base_wer:+.1f} points")
         lines.append(
-            f"| {fmt.label} | " + " | ".join(cells) + f" | {' · '.join(counts)} | {verdict} |"
+            f"| {fmt.label} | " + " | ".join(cells) + f" | {' · '.join(counts)} "
+            f"| {len(keep)} clips: {' · '.join(steady)} | {verdict} |"
         )
-    ratio = extra["stream_ms"] / extra["whole_ms"]
+    if "stream_ms" in extra:
+        ratio = extra["stream_ms"] / extra["whole_ms"]
+        lines += [
+            "",
+            f"Willow speed, same daemon: last body byte -> response {extra['stream_ms']:.0f} ms "
+            f"against {extra['whole_ms']:.0f} ms for the WIS way (the whole body decoded after "
+            f"it arrived, `/api/asr`), ratio {ratio:.2f} (target <= 0.30: "
+            f"{'met' if ratio <= 0.3 else 'not met'}); median of 7, the benchmark sentence of "
+            "bench/willow.py, 20 ms pieces in real time.",
+        ]
     lines += [
         "",
-        f"Willow speed, same daemon: last body byte -> response {extra['stream_ms']:.0f} ms "
-        f"against {extra['whole_ms']:.0f} ms for the WIS way (the whole body decoded after it "
-        f"arrived, `/api/asr`), ratio {ratio:.2f} (target <= 0.30: "
-        f"{'met' if ratio <= 0.3 else 'not met'}); median of 7, the benchmark sentence of "
-        "bench/willow.py, 20 ms pieces in real time.",
-        "",
-        "WER by condition, 16 kHz s16 mono: " + _by_condition(clips, results) + ".",
+        f"WER by condition, {formats[0].label}: "
+        + _by_condition(clips, results, formats[0].label)
+        + ".",
     ]
     if misses:
         lines += ["", "Missed: " + "; ".join(misses) + "."]
     return "\n".join(lines)
 
 
-def _by_condition(clips: list[Clip], results: Results) -> str:
-    label = FORMATS[0].label
+def _by_condition(clips: list[Clip], results: Results, label: str) -> str:
     parts = []
     for cond in CONDITIONS:
         idx = [i for i, c in enumerate(clips) if c.condition == cond]
@@ -801,14 +924,15 @@ def sweep_padding(
     fmt_labels: list[str],
     greedy: bool,
     save: Path | None = None,
-    window: str = "auto",
-) -> None:
-    """The Willow path in-process (no daemon, no pacing) for several paddings.
+    windows: tuple[str, ...] = ("auto",),
+) -> str:
+    """The Willow path in-process (no daemon, no pacing) for several paddings and windows.
 
     ``configs``: (padding ms, speculative padding ms, speculative silence ms). With
-    ``greedy`` both the
-    raw model and the session decode at temperature 0 only: no random fallback, so
-    two settings differ only by the audio they decode.
+    ``greedy`` both the raw model and the session decode at temperature 0 only: no
+    random fallback, so two settings differ only by the audio they decode. Returns a
+    markdown table: each setting's WER less raw's, on all clips and on the stable
+    ones (the raw model's words the same with 10 ms less lead-in).
     """
     import functools
 
@@ -825,10 +949,11 @@ def sweep_padding(
 
     config = parse_config("", "heldout.yaml")
     path = resolve_whisper("tiny.en", Path(tempfile.gettempdir()), allow_download=False)
-    asr = WhisperAsr("tiny.en", path, window=window)
+    models = {w: WhisperAsr("tiny.en", path, window=w) for w in windows}
     if greedy:
-        model = asr._model  # noqa: SLF001 - a benchmark's switch, not a daemon path
-        model.transcribe = functools.partial(model.transcribe, temperature=0.0)
+        for asr in models.values():
+            model = asr._model  # noqa: SLF001 - a benchmark's switch, not a daemon path
+            model.transcribe = functools.partial(model.transcribe, temperature=0.0)
     vad = SileroVad(config.vad.threshold)
     asr_pool, vad_pool = WorkerPool("asr", 1, 64), WorkerPool("vad", 1, 64)
     raw = raw_model(temperature=0.0 if greedy else None)
@@ -838,7 +963,7 @@ def sweep_padding(
         trailing_silence_s=config.vad.trailing_silence_ms / 1000,
     )
 
-    async def one(clip: Clip, fmt: Format, settings: SessionSettings) -> str:
+    async def one(clip: Clip, fmt: Format, settings: SessionSettings, asr: WhisperAsr) -> str:
         session = SpeechSession(
             asr, asr_pool, vad, vad_pool, settings,
             SessionOptions(transcribe=TranscribeOptions(), partials=False),
@@ -860,38 +985,60 @@ def sweep_padding(
         await reader
         return final[0] if final else ""
 
+    shifted = [dataclasses.replace(c, mix=c.mix[int(SHIFT_S * MIX_RATE) :]) for c in clips]
     dump: dict[str, list[str]] = {}
+    rows: dict[str, dict[str, str]] = {}
     for label in fmt_labels:
         fmt = next(f for f in FORMATS if f.label == label)
         base = [raw(wav_file(c, fmt)) for c in clips]
+        moved = [raw(wav_file(c, fmt)) for c in shifted]
+        keep = [i for i in range(len(clips)) if normalize(base[i]) == normalize(moved[i])]
+        base_wer = wer([(c.text, t) for c, t in zip(clips, base, strict=True)])
+        base_keep = wer([(clips[i].text, base[i]) for i in keep])
         base_err = clip_errors(clips, base)
-        print(f"{label}: raw {wer([(c.text, t) for c, t in zip(clips, base, strict=True)]):.1f} %")
+        print(f"{label}: raw {base_wer:.1f} %, stable {len(keep)} clips {base_keep:.1f} %")
         dump[f"{label} raw"] = base
-        for pad, spec, quiet in configs:
-            settings = SessionSettings(
-                endpoint=dataclasses.replace(endpoint, speculative_silence_s=quiet / 1000),
-                padding_s=pad / 1000,
-                speculative_padding_s=spec / 1000,
-            )
-            texts = [asyncio.run(one(c, fmt, settings)) for c in clips]
-            dump[f"{label} {pad}/{spec}/{quiet}"] = texts
-            value = wer([(c.text, t) for c, t in zip(clips, texts, strict=True)])
-            errs = clip_errors(clips, texts)
-            worse = [c.key for c, e, b in zip(clips, errs, base_err, strict=True) if e > b]
-            better = sum(e < b for e, b in zip(errs, base_err, strict=True))
-            print(
-                f"  padding {pad} ms, speculative {spec} ms after {quiet} ms: {value:.1f} % "
-                f"(worse {len(worse)}: {' '.join(worse)}; better {better})",
-                flush=True,
-            )
-    counts = asr.window_counts()
-    if counts:
-        decodes = sum(counts.values())
-        redone = sum(n for (_, verdict), n in counts.items() if verdict != "ok")
-        shown = ", ".join(f"{w} s {v}: {n}" for (w, v), n in sorted(counts.items()))
-        print(f"  window {window}: {decodes} windowed decodes, {redone} redone in 30 s ({shown})")
+        dump[f"{label} raw shifted"] = moved
+        rows.setdefault("raw", {})[label] = f"{base_wer:.1f} % · {base_keep:.1f} %"
+        for window, asr in models.items():
+            for pad, spec, quiet in configs:
+                settings = SessionSettings(
+                    endpoint=dataclasses.replace(endpoint, speculative_silence_s=quiet / 1000),
+                    padding_s=pad / 1000,
+                    speculative_padding_s=spec / 1000,
+                )
+                texts = [asyncio.run(one(c, fmt, settings, asr)) for c in clips]
+                name = f"{pad}/{spec}/{quiet} ms, window {window}"
+                dump[f"{label} {name}"] = texts
+                value = wer([(c.text, t) for c, t in zip(clips, texts, strict=True)])
+                kept = wer([(clips[i].text, texts[i]) for i in keep])
+                errs = clip_errors(clips, texts)
+                worse = [c.key for c, e, b in zip(clips, errs, base_err, strict=True) if e > b]
+                better = sum(e < b for e, b in zip(errs, base_err, strict=True))
+                rows.setdefault(name, {})[label] = (
+                    f"{value - base_wer:+.1f} · {kept - base_keep:+.1f}"
+                )
+                print(
+                    f"  {name}: {value:.1f} % (stable {kept:.1f} %; worse {len(worse)}: "
+                    f"{' '.join(worse)}; better {better})",
+                    flush=True,
+                )
+    for window, asr in models.items():
+        counts = asr.window_counts()
+        if counts:
+            decodes = sum(counts.values())
+            redone = sum(n for (_, verdict), n in counts.items() if verdict != "ok")
+            shown = ", ".join(f"{w} s {v}: {n}" for (w, v), n in sorted(counts.items()))
+            print(f"  window {window}: {decodes} windowed decodes, {redone} redone ({shown})")
     if save is not None:
         save.write_text(json.dumps(dump, indent=0))
+    head = "| padding / speculative trailing / speculative silence, window | " + " | ".join(
+        fmt_labels
+    )
+    lines = [head + " |", "| --- |" + " --- |" * len(fmt_labels)]
+    for name, cells in rows.items():
+        lines.append(f"| {name} | " + " | ".join(cells.get(x, "") for x in fmt_labels) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -907,8 +1054,9 @@ def main() -> None:
     )
     parser.add_argument("--greedy", action="store_true", help="sweep at temperature 0 only")
     parser.add_argument(
-        "--window", choices=("auto", "30"), default="auto", help="sweep: the decode window"
+        "--window", default="auto", help="sweep: decode windows, comma-separated (auto,30)"
     )
+    parser.add_argument("--part", choices=PARTS, default="choice", help="which part of the set")
     parser.add_argument(
         "--save", type=Path, default=None, help="transcripts as JSON (a rerun resumes from it)"
     )
@@ -919,7 +1067,8 @@ def main() -> None:
     parser.add_argument("--formats", default="", help="sweep: format labels, comma-separated")
     parser.add_argument("--dump", type=Path, default=None, help="write the clips as WAV here")
     args = parser.parse_args()
-    clips = build_set(args.clips)
+    clips = build_set(args.clips, args.part)
+    formats = PART_FORMATS[args.part]
 
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -928,31 +1077,35 @@ def main() -> None:
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
         for c in clips:
-            for i, f in enumerate(FORMATS):
+            for i, f in enumerate(formats):
                 (args.dump / f"{c.key}-{i}.wav").write_bytes(wav_file(c, f))
         return
     if args.sweep_padding:
-        labels = args.formats.split(",") if args.formats else [FORMATS[0].label]
+        labels = args.formats.split(",") if args.formats else [formats[0].label]
         pairs = [tuple(int(v) for v in p.split("/")) for p in args.sweep_padding.split(",")]
         from daemon.config import parse_config
 
         silence = parse_config("", "heldout.yaml").willow.speculative_silence_ms
         configs = [(p[0], p[1], p[2] if len(p) > 2 else silence) for p in pairs]
-        sweep_padding(clips, configs, labels, args.greedy, args.save, args.window)
+        print(
+            sweep_padding(
+                clips, configs, labels, args.greedy, args.save, tuple(args.window.split(","))
+            )
+        )
         return
     if args.replot:
         results, extra = _load(args.replot)
     else:
-        results, extra = run_paths(clips, args.workers, log, args.daemon_config, args.save)
+        results, extra = run_paths(clips, args.workers, log, args.daemon_config, args.save, formats)
     for path_fmt, texts in sorted(results.items()):
         for c, t in zip(clips, texts, strict=True):
             if normalize(c.text) != normalize(t):
                 log(f"{path_fmt[0]:9} {path_fmt[1][:10]:10} {c.key} {c.text!r} -> {t!r}")
     load = args.load or "Other jobs shared the CPU; accuracy does not depend on load."
-    text = table(clips, results, extra, load)
+    text = table(clips, results, extra, load, args.part, formats)
     print(text)
     if not args.daemon_config:
-        write_section("heldout", text, args.output)
+        write_section("heldout" if args.part == "choice" else "heldout-unseen", text, args.output)
 
 
 if __name__ == "__main__":

@@ -190,6 +190,8 @@ class Bench:
             for name, d in daemons.items()
         }
         self.results: dict[str, Latencies] = {}
+        self.parts: dict[str, dict[str, list[float]]] = {}
+        """Hands-free turns in parts (see :func:`budget`), by configuration."""
         self.notes: list[str] = []
         self._pcm = b""
 
@@ -282,6 +284,7 @@ class Bench:
     async def speech(self) -> None:
         clients = {n: await RtcClient(d.url).connect() for n, d in self.daemons.items()}
         result = Latencies()
+        parts: dict[str, dict[str, list[float]]] = {n: {} for n in self.daemons}
         try:
             for client in clients.values():
                 client.send("listen", reply=True)
@@ -289,7 +292,13 @@ class Bench:
             for _ in range(self.runs):
                 for speech in self.utterances:
                     for name, client in clients.items():  # turn by turn: load falls on both
-                        result.add(name, await conversation_move.one_turn(client, speech))
+                        seen = len(client.received)
+                        began = time.monotonic()
+                        latency = await conversation_move.one_turn(client, speech)
+                        result.add(name, latency)
+                        if latency is not None:
+                            for part, value in budget(client, seen, began, latency).items():
+                                parts[name].setdefault(part, []).append(value)
             for name, client in clients.items():
                 for message in client.received:
                     if message.get("type") == "infer":
@@ -299,6 +308,30 @@ class Bench:
             for client in clients.values():
                 await client.close()
         self.results["speech"] = result
+        self.parts = parts
+
+
+def budget(client: RtcClient, seen: int, began: float, total: float) -> dict[str, float]:
+    """One hands-free turn's time from the end of speech, in parts (seconds).
+
+    ``seen``: messages the client had before the turn; ``began``: when its audio
+    started (0.3 s of silence, then the speech, as ``conversation_move.one_turn``).
+    """
+    times = list(zip(client.received[seen:], client.received_at[seen:], strict=True))
+    infer = next((t for m, t in times if m.get("type") == "infer"), None)
+    delta = next(
+        (t for m, t in times if m.get("type") == "reply" and m.get("obj", {}).get("delta")),
+        None,
+    )
+    frames = [t for t in client.reply_frames_at if t > began]
+    if infer is None or delta is None or not frames:
+        return {}
+    speech_end = frames[0] - total
+    return {
+        "end of speech -> transcript": infer - speech_end,
+        "transcript -> first reply words": delta - infer,
+        "first reply words -> first audio": frames[0] - delta,
+    }
 
 
 def ms(seconds: float) -> str:
@@ -415,6 +448,12 @@ def table(
         for name in NAMES:
             seen = " | ".join(f'"{t}"' for t in sorted(s.texts.get(name, ())))
             texts.append(f"Hands-free, {name}: {seen}.")
+            shares = bench.parts.get(name, {})
+            if shares:
+                shown = "; ".join(
+                    f"{part} {ms(statistics.median(v))}" for part, v in shares.items()
+                )
+                texts.append(f"Hands-free budget, {name} (medians): {shown}.")
     lines.append("")
     for name in NAMES:
         counts = windows.get(name, {})

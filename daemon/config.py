@@ -219,10 +219,9 @@ class AsrModelConfig:
     beam_size: int = field(default=1, metadata=_c(min=1, max=10))
     language: str = ""
     cpu_threads: int = field(default=0, metadata=_c(min=0, max=256))
-    window: Literal["auto", "30"] = "30"
-    """Decode window: cut to the utterance (auto, with a guard) or always Whisper's 30 s.
-
-    30 by default until the held-out set allows auto (bench/RESULTS.md, "Decode window")."""
+    window: Literal["auto", "30"] = "auto"
+    """Decode window: cut to the utterance (auto, with a guard; telephone-band audio
+    keeps 30 s) or always Whisper's 30 s (bench/RESULTS.md, "Decode window")."""
 
 
 @dataclass(frozen=True)

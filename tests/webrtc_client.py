@@ -36,6 +36,8 @@ class RtcClient:
         self.channel: Any = None
         self.messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.received: list[dict[str, Any]] = []
+        self.received_at: list[float] = []
+        """When each of ``received`` came (time.monotonic())."""
         self.reply_pcm = bytearray()
         self.reply_rate = 48000
         self.reply_frames_at: list[float] = []
@@ -52,6 +54,7 @@ class RtcClient:
         def on_message(raw: str) -> None:
             message = json.loads(raw)
             self.received.append(message)
+            self.received_at.append(time.monotonic())
             self.messages.put_nowait(message)
 
         @self.pc.on("track")

@@ -83,3 +83,17 @@ def test_what_a_window_cannot_do_takes_the_full_path(path, audio):
     twice = f"{text} {text}"
     assert_heard(model.transcribe(long, TranscribeOptions()).text, twice, "kitchen")
     assert model.window_counts() == {}
+
+
+def test_telephone_band_audio_keeps_the_full_window(path, audio):
+    """8 kHz audio (nothing above 4 kHz) decodes as with ``window: 30``."""
+    import soxr
+
+    text = next(iter(SAID))
+    phone = soxr.resample(soxr.resample(audio[text], 16000, 8000), 8000, 16000)
+    model = WhisperAsr("tiny.en", path, window="auto")
+    full = WhisperAsr("tiny.en", path, window="30")
+    got = model.transcribe(phone.astype(np.float32), TranscribeOptions()).text
+    assert_heard(got, text, "kitchen")
+    assert model.window_counts() == {("30", "narrowband"): 1}
+    assert got == full.transcribe(phone.astype(np.float32), TranscribeOptions()).text

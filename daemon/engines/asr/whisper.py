@@ -24,6 +24,7 @@ from daemon.engines.asr.window import (
     Verdict,
     choose_window,
     judge,
+    narrowband,
 )
 
 _LOGGER = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ WINDOW_S = FULL_S
 MAX_INITIAL_TIMESTAMP_S = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Job:
     """One utterance of a batch, with the options resolved for this model."""
 
@@ -50,6 +51,8 @@ class _Job:
     options: TranscribeOptions
     language: str
     beam_size: int
+    narrowband: bool | None = None
+    """Telephone-band audio (None: not looked at yet)."""
 
 
 class WhisperAsr(AsrModel):
@@ -123,7 +126,7 @@ class WhisperAsr(AsrModel):
         job = self._batchable(audio, options)
         if job is not None and self.batcher is not None:
             return self.batcher.submit(self._batch_key(job), job)
-        if job is not None and self.windowed:
+        if job is not None and self._cut(job):
             return self._decode_windows([job])[0]
         result = None
         for item in self.transcribe_segments(audio, options):
@@ -167,9 +170,19 @@ class WhisperAsr(AsrModel):
         with self._counts_lock:
             self._counts[(f"{window_s:g}", verdict.value)] += 1
 
+    def _cut(self, job: _Job) -> bool:
+        """Whether ``job`` may decode in a cut window (telephone band may not)."""
+        if not self.windowed:
+            return False
+        if job.narrowband is None:
+            job.narrowband = narrowband(job.audio)
+            if job.narrowband:
+                self._count(FULL_S, Verdict.NARROWBAND)
+        return not job.narrowband
+
     def _decode_batch(self, jobs: list[_Job]) -> list[Transcript]:
         """The batcher's call: one window for the batch, or faster-whisper's own path."""
-        if len(jobs) == 1 and not self.windowed:
+        if len(jobs) == 1 and not self._cut(jobs[0]):
             return [self._sequential(jobs[0])]
         return self._decode_windows(jobs)
 
@@ -195,7 +208,8 @@ class WhisperAsr(AsrModel):
             fw.hf_tokenizer, self.multilingual, task=task, language=first.language
         )
         longest_s = max(len(job.audio) for job in jobs) / RATE
-        window_s = choose_window(longest_s) if self.windowed else FULL_S
+        cut = all([self._cut(job) for job in jobs])  # every job counted
+        window_s = choose_window(longest_s) if cut else FULL_S
         frames = int(round(window_s / fw.feature_extractor.time_per_frame))
         features = []
         sizes = []

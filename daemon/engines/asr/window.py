@@ -7,7 +7,9 @@ on a window cut close to the speech it sometimes repeats itself until the length
 limit ("What time is it? What time is it? ..."), hears nothing, or hallucinates. The
 window therefore comes in a few steps with a margin of silence
 (:func:`choose_window`), and every windowed result passes :func:`judge`; one that
-fails is decoded again with the full window.
+fails is decoded again with the full window. Telephone-band audio (nothing above
+4 kHz, :func:`narrowband`) keeps the full window: on the held-out set tiny.en heard
+it 1-2 points worse in a cut one.
 
 Pure functions: no model here.
 """
@@ -18,6 +20,8 @@ import re
 import zlib
 from dataclasses import dataclass
 from enum import Enum
+
+import numpy as np
 
 FULL_S = 30.0
 """Whisper's own window."""
@@ -36,6 +40,13 @@ NO_SPEECH_MAX = 0.6
 """Above this, Whisper says there is no speech; the VAD said there was."""
 LOG_PROB_MIN = -1.0
 """faster-whisper's average log-probability threshold for a failed decode."""
+NARROWBAND_HZ = 4200.0
+"""Telephone audio (8 kHz sampling) carries nothing above 4 kHz."""
+NARROWBAND_SHARE = 5e-4
+"""Below this share of the energy above :data:`NARROWBAND_HZ`, audio is narrowband.
+
+On the held-out set, 8 kHz clips upsampled to 16 kHz had at most 2.6e-4 there (int16
+rounding noise) and wideband ones at least 9.5e-4 (median 1.3e-2)."""
 
 
 class Verdict(Enum):
@@ -52,6 +63,8 @@ class Verdict(Enum):
     """Whisper heard no speech where the VAD heard some."""
     UNSURE = "unsure"
     """Low average log-probability: the full window's temperature fallback decides."""
+    NARROWBAND = "narrowband"
+    """Telephone-band audio: decoded in the full window without trying a cut one."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,18 @@ def choose_window(audio_s: float, steps: tuple[float, ...] = STEPS_S) -> float:
         if audio_s + MARGIN_S <= step:
             return step
     return steps[-1]
+
+
+def narrowband(audio: np.ndarray, rate: int = 16000) -> bool:
+    """Whether ``audio`` (mono float) has next to no energy above 4 kHz: telephone band."""
+    if audio.size < rate // 10:
+        return False
+    power = np.abs(np.fft.rfft(audio.astype(np.float32))) ** 2
+    total = float(power.sum())
+    if total <= 0.0:
+        return False
+    high = float(power[np.fft.rfftfreq(audio.size, 1.0 / rate) > NARROWBAND_HZ].sum())
+    return high / total < NARROWBAND_SHARE
 
 
 def compression_ratio(text: str) -> float:

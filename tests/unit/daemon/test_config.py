@@ -130,7 +130,7 @@ def test_bare_on_and_off_are_words_not_booleans():
 
 
 def test_the_decode_window_is_auto_or_a_bare_30():
-    assert parse_config("", "c.yaml").asr.models["tiny.en"].window == "30"
+    assert parse_config("", "c.yaml").asr.models["tiny.en"].window == "auto"
     cfg = parse_config("asr:\n  models:\n    tiny.en:\n      window: 30\n", "c.yaml")
     assert cfg.asr.models["tiny.en"].window == "30"
     cfg = parse_config("asr:\n  models:\n    tiny.en:\n      window: auto\n", "c.yaml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from daemon.engines.asr.window import (
@@ -11,6 +12,7 @@ from daemon.engines.asr.window import (
     choose_window,
     compression_ratio,
     judge,
+    narrowband,
     repeats,
 )
 
@@ -97,3 +99,22 @@ def test_whisper_hearing_no_speech_where_the_vad_did() -> None:
 
 def test_an_unsure_decode_goes_to_the_full_window() -> None:
     assert judge(decode("Turn on the kitchen lights.", avg_logprob=-1.3)) is Verdict.UNSURE
+
+
+def _tone_mix(freqs: list[float], seconds: float = 1.0, noise: float = 0.0) -> np.ndarray:
+    t = np.arange(int(16000 * seconds)) / 16000
+    out = sum(np.sin(2 * np.pi * f * t) for f in freqs)
+    rng = np.random.default_rng(1)
+    return (np.asarray(out) + noise * rng.standard_normal(t.size)).astype(np.float32)
+
+
+def test_telephone_band_audio_is_narrowband() -> None:
+    assert narrowband(_tone_mix([300.0, 1200.0, 3400.0]))
+    # Wideband speech has some energy above 4 kHz (fricatives, a microphone's noise).
+    assert not narrowband(_tone_mix([300.0, 1200.0, 3400.0, 5000.0]))
+    assert not narrowband(_tone_mix([300.0], noise=0.05))
+
+
+def test_silence_and_scraps_are_not_called_narrowband() -> None:
+    assert not narrowband(np.zeros(16000, np.float32))
+    assert not narrowband(_tone_mix([300.0], seconds=0.05))
