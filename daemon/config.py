@@ -189,8 +189,8 @@ class WillowConfig:
     tts_sample_rate: int = field(default=16000, metadata=_c(min=8000, max=48000))
     save_audio: bool = False
     save_dir: str = ""
-    speculative_silence_ms: int = field(default=60, metadata=_c(min=30, max=5000))
-    padding_ms: int = field(default=120, metadata=_c(min=0, max=2000))
+    speculative_silence_ms: int = field(default=90, metadata=_c(min=30, max=5000))
+    padding_ms: int = field(default=180, metadata=_c(min=0, max=2000))
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ class VadConfig:
     push_to_talk_silence_ms: int = field(default=90, metadata=_c(min=30, max=5000))
     """Push-to-talk: silence after speech at which the speculative decode starts."""
     trailing_silence_ms: int = field(default=700, metadata=_c(min=60, max=10000))
-    padding_ms: int = field(default=120, metadata=_c(min=0, max=2000))
+    padding_ms: int = field(default=180, metadata=_c(min=0, max=2000))
     turn: Literal["smart-turn", "off"] = "smart-turn"
     """End of turn by a turn model (Smart Turn v3.2) instead of a fixed silence."""
     turn_model: str = ""
