@@ -97,3 +97,23 @@ def test_telephone_band_audio_keeps_the_full_window(path, audio):
     assert_heard(got, text, "kitchen")
     assert model.window_counts() == {("30", "narrowband"): 1}
     assert got == full.transcribe(phone.astype(np.float32), TranscribeOptions()).text
+
+
+def test_a_loop_the_full_window_returns_is_cut(path, audio):
+    """faster-whisper's temperature fallback ends on its last try, loop or not."""
+    from types import SimpleNamespace
+
+    model = WhisperAsr("tiny.en", path, window="auto")
+    real = model._model.transcribe
+    loop = "I'll tell you my fortnite, I'll tell you my fortnite, I'll tell you my fortnite"
+
+    def looping(audio, **kwargs):
+        segments, info = real(audio, **kwargs)
+        list(segments)
+        return iter([SimpleNamespace(start=0.0, end=2.0, text=" " + loop)]), info
+
+    model._model.transcribe = looping
+    text = next(iter(SAID))
+    got = model.transcribe(audio[text], TranscribeOptions(timestamps=True))  # the 30 s path
+    assert got.text == "I'll tell you my fortnite"
+    assert model.window_counts() == {("30", "loop-cut"): 1}

@@ -25,6 +25,8 @@ from daemon.engines.asr.window import (
     choose_window,
     judge,
     narrowband,
+    repeats,
+    unloop,
 )
 
 _LOGGER = logging.getLogger(__name__)
@@ -301,7 +303,13 @@ class WhisperAsr(AsrModel):
         # The generator decodes lazily: consume it here, inside the worker.
         parts: list[Segment] = []
         for segment in segments:
-            piece = Segment(float(segment.start), float(segment.end), segment.text.strip())
+            text = segment.text.strip()
+            if repeats(text):
+                # The temperature fallback ends on its last try, loop or not.
+                self._count(FULL_S, Verdict.LOOP_CUT)
+                _LOGGER.info("Whisper looped; kept the phrase once: %.80r", text)
+                text = unloop(text)
+            piece = Segment(float(segment.start), float(segment.end), text)
             parts.append(piece)
             yield piece
         yield Transcript(

@@ -65,6 +65,9 @@ class Verdict(Enum):
     """Low average log-probability: the full window's temperature fallback decides."""
     NARROWBAND = "narrowband"
     """Telephone-band audio: decoded in the full window without trying a cut one."""
+    LOOP_CUT = "loop-cut"
+    """The full window's decode looped too (its temperature fallback kept a repetition):
+    the text is cut to the phrase's first time."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,48 @@ def repeats(text: str, min_words: int = 2, times: int = 3) -> bool:
         tuple(_WORD.findall(s.lower())) for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s
     ]
     return any(len(a) >= 3 and a == b for a, b in zip(sentences, sentences[1:], strict=False))
+
+
+def unloop(text: str, min_words: int = 2, times: int = 3) -> str:
+    """``text`` with each run of a repeated phrase cut to its first time.
+
+    The same runs as :func:`repeats` finds: a phrase of ``min_words`` or more words
+    ``times`` times or more in a row, or a sentence of three or more words twice in a
+    row. "I'll tell you my fortnite, I'll tell you my fortnite, I'll tell you my
+    fortnite" becomes "I'll tell you my fortnite". What is not a loop is unchanged.
+    """
+    while True:
+        cut = _first_loop(text, min_words, times)
+        if cut is None:
+            return text
+        keep_end, drop_end = cut
+        text = (text[:keep_end].rstrip(" ,;") + text[drop_end:]).strip()
+
+
+def _first_loop(text: str, min_words: int, times: int) -> tuple[int, int] | None:
+    """(end of the phrase's first time, end of its last) in ``text``, or None."""
+    found = list(_WORD.finditer(text))
+    words = [m.group().lower() for m in found]
+    n = len(words)
+    for start in range(n):
+        for size in range(1, (n - start) // 2 + 1):
+            phrase = words[start : start + size]
+            count = 1
+            while words[start + count * size : start + (count + 1) * size] == phrase:
+                count += 1
+            sentence = size >= 3 and _sentence_at(text, found, start, size)
+            if (size >= min_words and count >= times) or (sentence and count >= 2):
+                first_end = found[start + size - 1].end()
+                last_end = found[start + count * size - 1].end()
+                return first_end, last_end
+    return None
+
+
+def _sentence_at(text: str, found: list[re.Match[str]], start: int, size: int) -> bool:
+    """Whether words ``start``..``start + size`` make a whole sentence of ``text``."""
+    before = text[: found[start].start()].rstrip()
+    after = text[found[start + size - 1].end() :].lstrip()
+    return (not before or before[-1] in ".!?") and (not after or after[0] in ".!?")
 
 
 def judge(decode: Decode) -> Verdict:

@@ -14,6 +14,7 @@ from daemon.engines.asr.window import (
     judge,
     narrowband,
     repeats,
+    unloop,
 )
 
 LOOP = "What time is it? What time is it? What time is it? What time is it? What time is it?"
@@ -118,3 +119,21 @@ def test_telephone_band_audio_is_narrowband() -> None:
 def test_silence_and_scraps_are_not_called_narrowband() -> None:
     assert not narrowband(np.zeros(16000, np.float32))
     assert not narrowband(_tone_mix([300.0], seconds=0.05))
+
+
+def test_a_loop_the_full_window_kept_is_cut_to_its_first_time() -> None:
+    # The 30 s path's temperature fallback returned this on the held-out set.
+    fortnite = "I'll tell you my fortnite, I'll tell you my fortnite, I'll tell you my fortnite"
+    assert unloop(fortnite) == "I'll tell you my fortnite"
+    assert unloop(LOOP) == "What time is it?"
+    assert unloop("Set a timer. Play jazz please, play jazz please, play jazz please. Thanks.") == (
+        "Set a timer. Play jazz please. Thanks."
+    )
+    assert not repeats(unloop(fortnite)) and not repeats(unloop(LOOP))
+
+
+@pytest.mark.parametrize(
+    "text", ["no no no", "turn it up, turn it up", "Turn on the kitchen lights.", ""]
+)
+def test_what_is_not_a_loop_is_left_alone(text: str) -> None:
+    assert unloop(text) == text
