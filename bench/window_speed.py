@@ -1,6 +1,8 @@
 """Decode window: the speed table, today's 30 s window against the window cut to the utterance.
 
-Two real ``hearth serve`` daemons run at once on free loopback ports: "today" with
+Two real ``hearth serve`` daemons run at once on free loopback ports: "today" with the
+settings before the window (padding 120 ms, Willow speculating after 60 ms, no saved
+LLM system prompt) and
 ``asr.models.tiny.en.window: 30`` (Whisper's own 30 s decode window) and "new" with
 ``window: auto`` (the window cut to the utterance). Each row measures both, and the
 peer the issue names, taking turns run by run so that load on the machine falls on
@@ -65,7 +67,12 @@ from tests.helpers import free_port, words  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
 
 ROWS = ("wyoming", "concurrent", "willow", "ptt", "speech")
-TODAY = "asr:\n  models:\n    tiny.en:\n      window: 30\n"
+TODAY = (
+    "asr:\n  models:\n    tiny.en:\n      window: 30\n"
+    "vad:\n  padding_ms: 120\n"
+    "willow:\n  speculative_silence_ms: 60\n  padding_ms: 120\n"
+)
+"""The settings before the window: Whisper's 30 s, and the paddings chosen with it."""
 NEW = "asr:\n  models:\n    tiny.en:\n      window: auto\n"
 WEBRTC_PORTS = {"today": (23400, 23449), "new": (23450, 23499)}
 """Disjoint UDP ranges, apart from those of the tests and the other benches."""
@@ -470,8 +477,13 @@ def table(
 
 
 def extra_yaml(name: str, config: str) -> str:
+    """The daemon's extra YAML: conversation_move's, and today's without the LLM's saved
+    system prompt (``llm.prompt_cache``, new with the window)."""
     lo, hi = WEBRTC_PORTS[name]
-    return conversation_move.EXTRA.format(lo=lo, hi=hi) + config
+    extra = conversation_move.EXTRA.format(lo=lo, hi=hi)
+    if name == "today":
+        extra = extra.replace("llm:\n", "llm:\n  prompt_cache: false\n", 1)
+    return extra + config
 
 
 async def measure(bench: Bench, rows: Sequence[str]) -> None:
