@@ -42,11 +42,14 @@ LOG_PROB_MIN = -1.0
 """faster-whisper's average log-probability threshold for a failed decode."""
 NARROWBAND_HZ = 4200.0
 """Telephone audio (8 kHz sampling) carries nothing above 4 kHz."""
+NARROWBAND_FRAME = 512
+"""Samples per frame of the spectrum :func:`narrowband` sums (32 ms at 16 kHz)."""
+_HANN = np.hanning(NARROWBAND_FRAME).astype(np.float32)
 NARROWBAND_SHARE = 5e-4
 """Below this share of the energy above :data:`NARROWBAND_HZ`, audio is narrowband.
 
 On the held-out set, 8 kHz clips upsampled to 16 kHz had at most 2.6e-4 there (int16
-rounding noise) and wideband ones at least 9.5e-4 (median 1.3e-2)."""
+rounding noise) and wideband ones at least 9.0e-4 (median 1.3e-2)."""
 
 
 class Verdict(Enum):
@@ -93,14 +96,22 @@ def choose_window(audio_s: float, steps: tuple[float, ...] = STEPS_S) -> float:
 
 
 def narrowband(audio: np.ndarray, rate: int = 16000) -> bool:
-    """Whether ``audio`` (mono float) has next to no energy above 4 kHz: telephone band."""
-    if audio.size < rate // 10:
+    """Whether ``audio`` (mono float) has next to no energy above 4 kHz: telephone band.
+
+    The spectrum is summed over 512-sample frames: an FFT of the whole utterance costs
+    up to 30 ms when its length has a large prime factor; frames cost about 1 ms.
+    """
+    frames = audio.size // NARROWBAND_FRAME
+    if audio.size < rate // 10 or frames == 0:
         return False
-    power = np.abs(np.fft.rfft(audio.astype(np.float32))) ** 2
+    blocks = audio[: frames * NARROWBAND_FRAME].astype(np.float32).reshape(frames, -1)
+    # A Hann window per frame: a frame's cut edges would leak the speech's low
+    # frequencies into the whole spectrum.
+    power = (np.abs(np.fft.rfft(blocks * _HANN, axis=1)) ** 2).sum(axis=0)
     total = float(power.sum())
     if total <= 0.0:
         return False
-    high = float(power[np.fft.rfftfreq(audio.size, 1.0 / rate) > NARROWBAND_HZ].sum())
+    high = float(power[np.fft.rfftfreq(NARROWBAND_FRAME, 1.0 / rate) > NARROWBAND_HZ].sum())
     return high / total < NARROWBAND_SHARE
 
 
