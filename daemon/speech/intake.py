@@ -12,6 +12,7 @@ and everything else on the loop, never at the same time (its lock).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -34,6 +35,7 @@ class AudioIntake:
         """Samples dropped from the buffer's front."""
         self._classified = 0
         """Buffered samples the VAD has seen (from the buffer's front)."""
+        self._started_at: float | None = None
 
     def start(self, fmt: AudioFormat) -> None:
         """Declare the input format; validates it (InvalidAudio when absurd).
@@ -51,6 +53,18 @@ class AudioIntake:
             )
         self.fmt = fmt
         self._converter = PcmConverter(fmt)
+        if self._started_at is None:
+            self._started_at = time.monotonic()
+
+    def ahead_s(self) -> float:
+        """How far the audio is ahead of the clock since the format came (seconds).
+
+        About 0 for a live speaker; a client sending a recording faster than it was
+        spoken is seconds ahead; a paused stream falls behind.
+        """
+        if self._started_at is None:
+            return 0.0
+        return self.samples / RATE - (time.monotonic() - self._started_at)
 
     @property
     def started(self) -> bool:

@@ -249,9 +249,9 @@ class SpeechSession:
         if turns is None or turns.in_flight:
             return  # one question at a time; the next check (or max_pause_s) follows
         ep = self.endpointer
-        if turns.should_skip():
-            # The turn model saves time only on an idle machine: the fixed trailing
-            # silence ends this pause instead.
+        if turns.should_skip(self.intake.ahead_s()):
+            # The turn model saves time only on an idle machine and a live speaker:
+            # the fixed trailing silence ends this pause instead.
             self._handle(ep.turn_unasked(speech_end_s))
             return
         samples = self.intake.samples

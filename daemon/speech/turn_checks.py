@@ -29,6 +29,9 @@ from daemon.speech.turn_text import (
 )
 
 _LOGGER = logging.getLogger(__name__)
+RECORDING_AHEAD_S = 2.0
+"""Audio this far ahead of the clock is a recording sent at once, not a live speaker
+(a network hiccup's burst is well under it)."""
 
 
 class TurnChecks:
@@ -61,12 +64,18 @@ class TurnChecks:
         """Whether a question is being answered (one at a time)."""
         return self.task is not None and not self.task.done()
 
-    def should_skip(self) -> bool:
-        """Whether the machine is too busy to ask (counted as a skip when so)."""
-        if self.pool.idle and not self._asr_pool.queued:
+    def should_skip(self, ahead_s: float = 0.0) -> bool:
+        """Whether not to ask (counted as a skip when so): the machine is too busy, or
+        the audio comes ``ahead_s`` faster than it was spoken (a recording: its end is
+        the client's to mark, and the model's CPU would only delay the transcript)."""
+        if ahead_s > RECORDING_AHEAD_S:
+            reason = "the audio arrives faster than it was spoken"
+        elif self.pool.idle and not self._asr_pool.queued:
             return False
+        else:
+            reason = "the machine is busy"
         self.skipped += 1
-        _LOGGER.debug("Turn check skipped: the machine is busy")
+        _LOGGER.debug("Turn check skipped: %s", reason)
         return True
 
     async def decide(

@@ -380,7 +380,9 @@ TURN_SETTINGS = SessionSettings(
 )
 
 
-def make_turn(turn: FakeTurn | None, hands_free: bool = True) -> SpeechSession:
+def make_turn(turn: FakeTurn | None, hands_free: bool = True, live: bool = True) -> SpeechSession:
+    """A session with a turn model; ``live``: as if the audio these tests feed at once
+    had come at the speed it was spoken (else it is a recording sent at once)."""
     session = SpeechSession(
         FakeAsr(),
         WorkerPool("asr", 1, 8),
@@ -392,6 +394,8 @@ def make_turn(turn: FakeTurn | None, hands_free: bool = True) -> SpeechSession:
         turn_pool=WorkerPool("turn", 1, 8),
     )
     session.start(FMT)
+    if live:
+        session.intake.ahead_s = lambda: 0.0  # type: ignore[method-assign]
     return session
 
 
@@ -493,3 +497,18 @@ async def test_push_to_talk_gets_voice_stopped_from_the_model():
     assert VoiceStopped in reader.kinds()
     final = await finish(session, reader)
     assert final.speculative  # the decode started at the first check was used
+
+
+async def test_a_recording_sent_at_once_is_not_asked_about():
+    # Audio seconds ahead of the clock is a recording, not a live speaker: the client
+    # marks its end, and the turn model's CPU would only delay the transcript.
+    turn = FakeTurn([True] * 4)
+    session = make_turn(turn, live=False)
+    reader = Reader(session)
+    await feed(session, np.concatenate([silence(1.0), tone(1.5), silence(1.0)]))
+    await settle(reader, 1)
+    assert session.turns is not None and session.turns.asked == 0
+    assert session.turns.skipped >= 1
+    assert len(reader.finals()) == 1  # the fixed silence ended it
+    await session.close()
+    await reader.end()
