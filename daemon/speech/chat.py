@@ -67,10 +67,18 @@ class ConversationStore:
         return list(conv.turns) if conv else []
 
     def add(self, conversation_id: str, user: str, assistant: str) -> None:
-        """Record one exchange."""
+        """Record one exchange.
+
+        Past ``max_turns`` the oldest half is forgotten at once, not one turn per
+        reply: a local model keeps the conversation it evaluated while the prompt's
+        start stays the same, and a history that slid by a turn every reply would be
+        evaluated whole every time (about a second on two cores at eight turns).
+        """
         conv = self._items.pop(conversation_id, None) or _Conversation()
         conv.turns += [ChatMessage("user", user), ChatMessage("assistant", assistant)]
-        conv.turns = conv.turns[-2 * self.max_turns :] if self.max_turns else []
+        if len(conv.turns) > 2 * self.max_turns:
+            keep = max(1, self.max_turns // 2) if self.max_turns else 0
+            conv.turns = conv.turns[-2 * keep :] if keep else []
         conv.touched = self._clock()
         self._items[conversation_id] = conv
         self._expire()

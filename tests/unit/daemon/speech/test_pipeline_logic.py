@@ -100,20 +100,34 @@ async def test_a_markdown_reply_is_spoken_as_words(tmp_path):
 
 async def test_history_is_kept_per_conversation_and_bounded(tmp_path):
     llm = FakeLlm(["Ok."], delay=0)
-    _, chat = build(llm, tmp_path, max_turns=2)
-    for i in range(4):
+    _, chat = build(llm, tmp_path, max_turns=4)
+    for i in range(6):
         _ = [p async for p in chat.chat("a", f"question {i}")]
     _ = [p async for p in chat.chat("b", "other")]
-    last = llm.prompts[-2]  # conversation a, 4th question
-    assert [m.content for m in last] == [
-        "Be brief.",
-        "question 1",
-        "Ok.",
-        "question 2",
-        "Ok.",
-        "question 3",
-    ]
-    assert [m.content for m in llm.prompts[-1]] == ["Be brief.", "other"]
+    asked = [[m.content for m in prompt if m.role == "user"] for prompt in llm.prompts]
+    # Up to four turns; past them the oldest half goes at once, so the prompt's start
+    # stays the same for two replies (a local model keeps what it evaluated).
+    assert asked[4] == ["question 0", "question 1", "question 2", "question 3", "question 4"]
+    assert asked[5] == ["question 3", "question 4", "question 5"]
+    assert asked[6] == ["other"]
+    assert all(prompt[0].content == "Be brief." for prompt in llm.prompts)
+
+
+def test_history_is_forgotten_in_steps_of_half():
+    store = ConversationStore(max_turns=8, ttl_s=60, max_conversations=2)
+    sizes = []
+    for i in range(14):
+        store.add("a", f"q{i}", "a")
+        sizes.append(len(store.history("a")) // 2)
+    assert sizes == [1, 2, 3, 4, 5, 6, 7, 8, 4, 5, 6, 7, 8, 4]
+    assert store.history("a")[-2].content == "q13"
+    one = ConversationStore(max_turns=1, ttl_s=60, max_conversations=2)
+    one.add("a", "q0", "a")
+    one.add("a", "q1", "a")
+    assert [m.content for m in one.history("a")] == ["q1", "a"]
+    none = ConversationStore(max_turns=0, ttl_s=60, max_conversations=2)
+    none.add("a", "q0", "a")
+    assert none.history("a") == []
 
 
 def test_conversations_expire_and_are_capped():
