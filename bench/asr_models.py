@@ -229,9 +229,8 @@ def english_table(
         )
         if best.window == "auto":
             verdict += (
-                " on whole files; `window: auto` is not the default because it lost accuracy on"
-                ' the streamed paths ("Decode window"), so check this row through the daemon'
-                " (`bench/heldout.py`) before switching"
+                " on whole files; through the daemon's streamed paths see"
+                ' "Held-out" (`bench/heldout.py`)'
             )
     else:
         verdict = (

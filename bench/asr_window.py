@@ -29,14 +29,14 @@ from bench.heldout import FORMATS, build_set, wav_file, wer  # noqa: E402
 from bench.results import machine, write_section  # noqa: E402
 
 
-def main(count: int | None, formats: list[str], write: bool) -> None:
+def main(count: int | None, formats: list[str], write: bool, part: str = "choice") -> None:
     from faster_whisper.audio import decode_audio
 
     from daemon.engines.asr.base import TranscribeOptions
     from daemon.engines.asr.whisper import WhisperAsr
     from daemon.engines.models import resolve_whisper
 
-    clips = build_set(count)
+    clips = build_set(count, part)
     path = resolve_whisper("tiny.en", Path(tempfile.gettempdir()), allow_download=False)
     models = {w: WhisperAsr("tiny.en", path, window=w) for w in ("auto", "30")}
     for model in models.values():  # greedy: no random temperature fallback
@@ -77,11 +77,11 @@ def main(count: int | None, formats: list[str], write: bool) -> None:
         "## Decode window: cut to the utterance against Whisper's 30 s",
         "",
         f"{datetime.date.today()}, {machine()}. `bench/asr_window.py`: {len(clips)} clips of the"
-        " held-out set (`bench/heldout.py`), each decoded as a whole file by tiny.en (int8,"
-        " greedy) with `window: auto` and `window: 30`, taking turns clip by clip. Redone: the"
-        " windowed decodes the guard sent back to the 30 s window, by reason (their WER is the"
-        " 30 s decode's). Time: median per clip, the guard's redos included; ratio: median of"
-        " the per-clip ratios.",
+        f" held-out set's {part} part (`bench/heldout.py`), each decoded as a whole file by"
+        " tiny.en (int8, greedy) with `window: auto` and `window: 30`, taking turns clip by"
+        " clip. Redone: the windowed decodes the guard sent back to the 30 s window, by"
+        " reason (their WER is the 30 s decode's). Time: median per clip, the guard's redos"
+        " included; ratio: median of the per-clip ratios.",
         "",
         "| format | WER, auto | WER, 30 s | difference (points) | redone in 30 s | windows used |"
         " decode, auto | decode, 30 s | time ratio |",
@@ -91,7 +91,7 @@ def main(count: int | None, formats: list[str], write: bool) -> None:
     table = "\n".join(lines)
     print(table)
     if write:
-        write_section("asr-window", table)
+        write_section("asr-window" if part == "choice" else f"asr-window-{part}", table)
 
 
 if __name__ == "__main__":
@@ -99,5 +99,6 @@ if __name__ == "__main__":
     parser.add_argument("--clips", type=int, default=None)
     parser.add_argument("--formats", default="16 kHz s16 mono,8 kHz s16 mono,44.1 kHz s16 stereo")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--part", choices=("choice", "unseen"), default="choice")
     args = parser.parse_args()
-    main(args.clips, args.formats.split(","), not args.no_write)
+    main(args.clips, args.formats.split(","), not args.no_write, args.part)
