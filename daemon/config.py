@@ -540,13 +540,23 @@ class Config:
         return self.state_path / "tls"
 
     @property
+    def cache_path(self) -> Path:
+        """The cache folder: $CACHE_DIRECTORY (systemd), else the state folder's cache/."""
+        if os.environ.get("CACHE_DIRECTORY"):
+            return Path(os.environ["CACHE_DIRECTORY"].split(":")[0])
+        return self.state_path / "cache"
+
+    @property
     def tts_cache_path(self) -> Path:
         """Where cached TTS audio lives."""
         if self.tts.cache.dir:
             return Path(os.path.expanduser(self.tts.cache.dir))
-        if os.environ.get("CACHE_DIRECTORY"):
-            return Path(os.environ["CACHE_DIRECTORY"].split(":")[0]) / "tts"
-        return self.state_path / "cache" / "tts"
+        return self.cache_path / "tts"
+
+    @property
+    def llm_cache_path(self) -> Path:
+        """Where a local model's saved system-prompt states live."""
+        return self.cache_path / "llm"
 
 
 def _loopback(host: str) -> bool:

@@ -110,7 +110,10 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
     ] + exposure_warnings(config)
     # The daemon serves speech from a read-only state dir, but every write fails
     # (voices, enrollment, training, TLS, the cache): say so before a user finds out.
-    for folder in dict.fromkeys((config.state_path, config.tts_cache_path)):
+    folders = [config.state_path, config.tts_cache_path]
+    if config.llm.backend == "local" and config.llm.prompt_cache:
+        folders.append(config.llm_cache_path)
+    for folder in dict.fromkeys(folders):
         why = unwritable(folder)
         if why is not None:
             problems.append(f"storage-unwritable: cannot write in {folder} ({why})")

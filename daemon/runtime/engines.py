@@ -8,7 +8,6 @@ the CPU instead, and the reason is logged and kept for ``hearth check``.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -450,15 +449,6 @@ def load_engines(
     return engines
 
 
-def llm_cache_path(config: Config) -> Path:
-    """Where saved system-prompt states live: ``llm/`` in the cache folder the TTS
-    cache's default is in (``$CACHE_DIRECTORY`` under systemd, else the state folder's
-    ``cache/``)."""
-    if os.environ.get("CACHE_DIRECTORY"):
-        return Path(os.environ["CACHE_DIRECTORY"].split(":")[0]) / "llm"
-    return config.state_path / "cache" / "llm"
-
-
 def _prime_llm(engine: LlmEngine, config: Config) -> None:
     """Have a local model evaluate the system prompt now, or read its state from disk,
     so that the first reply evaluates only its own turn (blocking: in the loading
@@ -584,7 +574,7 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
             threads=config.llm.threads,
             name=EMBEDDED_LLM_NAME if not config.llm.model else None,
             prompt_cache=config.llm.prompt_cache,
-            cache_dir=llm_cache_path(config) if config.llm.prompt_cache else None,
+            cache_dir=config.llm_cache_path if config.llm.prompt_cache else None,
         )
 
     return _load_with_fallback(engines, placement, path, load)
