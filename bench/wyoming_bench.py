@@ -164,19 +164,22 @@ async def synthesize(server: Server, text: str) -> tuple[float, float, int, byte
                 raise RuntimeError(f"{server.name}: {event.data}")
 
 
-async def transcribe(server: Server, pcm: bytes) -> tuple[float, str]:
-    """(audio-stop -> transcript s, text), audio sent at real time."""
+async def transcribe(
+    server: Server, pcm: bytes, paced: bool = True, samples: int = CHUNK
+) -> tuple[float, str]:
+    """(audio-stop -> transcript s, text): audio in chunks of ``samples``, sent at real
+    time (``paced``) or all at once."""
     async with AsyncTcpClient("127.0.0.1", server.port) as c:
         await c.write_event(Transcribe(language="en").event())
         await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        step = CHUNK * 2
+        step = samples * 2
         began = time.perf_counter()
         for index, offset in enumerate(range(0, len(pcm), step)):
             chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
             await c.write_event(chunk.event())
-            # Pace against the clock so that slow writes do not accumulate.
-            due = began + (index + 1) * CHUNK / RATE
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            if paced:  # against the clock, so that slow writes do not accumulate
+                due = began + (index + 1) * samples / RATE
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
         await c.write_event(AudioStop().event())
         stopped = time.perf_counter()
         while True:
