@@ -794,17 +794,21 @@ def clip_errors(clips: list[Clip], texts: list[str]) -> list[int]:
 PATHS = ("willow", "wyoming", "openai")
 
 
-def stable(clips: list[Clip], results: Results, label: str) -> list[int]:
-    """The clips the raw model hears alike in all its passes (indexes), for ``label``.
+def stable(passes: list[list[str]]) -> list[int]:
+    """The clips (indexes) the raw model hears alike in all its ``passes``.
 
     A clip whose words move between two raw decodes of the same file, or when 10 ms
     of inaudible lead-in is cut, is one where tiny.en is on an edge; every path's
-    trimming and resampling pushes it one way or the other. On the stable clips a
-    path's difference from raw is its own.
+    trimming and resampling pushes it one way or the other. The raw model picks these
+    clips, in Whisper's 30 s window: a comparison on them leans toward that window.
     """
-    passes = [results.get((name, label)) for name in ("raw", "raw again", "raw shifted")]
-    found = [texts for texts in passes if texts is not None]
-    return [i for i in range(len(clips)) if len({tuple(normalize(t[i])) for t in found}) == 1]
+    return [i for i in range(len(passes[0])) if len({tuple(normalize(t[i])) for t in passes}) == 1]
+
+
+def raw_passes(results: Results, label: str) -> list[list[str]]:
+    """The raw model's decodes of format ``label`` that a run has (one to three)."""
+    names = ("raw", "raw again", "raw shifted")
+    return [results[(name, label)] for name in names if (name, label) in results]
 
 
 def table(
@@ -856,7 +860,7 @@ def table(
         base = results[("raw", fmt.label)]
         base_wer = wer([(c.text, t) for c, t in zip(clips, base, strict=True)])
         base_err = clip_errors(clips, base)
-        keep = stable(clips, results, fmt.label)
+        keep = stable(raw_passes(results, fmt.label))
         cells, counts, steady, verdict = [], [], [], "met"
         for path in ("raw", "raw again", "raw shifted", *PATHS):
             texts = results.get((path, fmt.label))
@@ -992,7 +996,7 @@ def sweep_padding(
         fmt = next(f for f in FORMATS if f.label == label)
         base = [raw(wav_file(c, fmt)) for c in clips]
         moved = [raw(wav_file(c, fmt)) for c in shifted]
-        keep = [i for i in range(len(clips)) if normalize(base[i]) == normalize(moved[i])]
+        keep = stable([base, moved])
         base_wer = wer([(c.text, t) for c, t in zip(clips, base, strict=True)])
         base_keep = wer([(clips[i].text, base[i]) for i in keep])
         base_err = clip_errors(clips, base)
