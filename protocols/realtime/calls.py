@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from aiortc import RTCPeerConnection
-from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.mediastreams import MediaStreamTrack
 
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
@@ -40,7 +40,7 @@ from protocols.realtime.audio import WireFormat
 from protocols.realtime.lane import Step
 from protocols.realtime.session import RealtimeSession
 from protocols.realtime.wire import Event, Refused, event, hearth_error
-from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm, keep_through_bye
+from protocols.webrtc.tracks import RATE, ReplyTrack, keep_through_bye, microphone
 
 _LOGGER = logging.getLogger(__name__)
 CHANNEL = "oai-events"
@@ -265,13 +265,8 @@ class RealtimeCall:
         self.session.spawn(self._consume(track), "microphone")
 
     async def _consume(self, track: MediaStreamTrack) -> None:
-        while True:
-            try:
-                frame = await track.recv()
-            except MediaStreamError:
-                return  # the peer connection closed
+        async for fmt, pcm in microphone(track):
             self._touch()
-            fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
             if fmt.rate != RATE:  # never seen: Opus decodes at 48 kHz
                 continue
             await self.session.hear(mono(pcm, fmt.channels))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiortc import RTCPeerConnection
-from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+from aiortc.mediastreams import MediaStreamTrack
 
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
@@ -32,7 +32,7 @@ from daemon.speech.tasks import OwnedTasks
 from daemon.speech.wake_gate import WakeDetected, WakeWaiting
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
-from protocols.webrtc.tracks import RATE, ReplyTrack, frame_pcm, keep_through_bye
+from protocols.webrtc.tracks import RATE, ReplyTrack, keep_through_bye, microphone
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -107,26 +107,21 @@ class RtcSession:
     # ------------------------------------------------------------------ audio in
 
     async def _consume(self, track: MediaStreamTrack) -> None:
-        while True:
-            try:
-                frame = await track.recv()
-            except MediaStreamError:
-                return  # the peer connection closed
-            except Exception:  # noqa: BLE001 - the client must hear that nothing listens
-                _LOGGER.exception("[%s] receiving audio failed", self.id)
-                await self._intake_failed()
-                return
-            self.last_activity = time.monotonic()
-            if self.conversation.speech is None:
-                continue  # between utterances: nothing listens
-            try:
-                fmt, pcm = frame_pcm(frame)  # type: ignore[arg-type]
-                await self.conversation.feed(fmt, pcm)
-            except HearthError as exc:
-                self.send(messages.error(exc))
-            except Exception:  # noqa: BLE001 - end listening cleanly, never go deaf
-                _LOGGER.exception("[%s] audio intake failed", self.id)
-                await self._intake_failed()
+        try:
+            async for fmt, pcm in microphone(track):
+                self.last_activity = time.monotonic()
+                if self.conversation.speech is None:
+                    continue  # between utterances: nothing listens
+                try:
+                    await self.conversation.feed(fmt, pcm)
+                except HearthError as exc:
+                    self.send(messages.error(exc))
+                except Exception:  # noqa: BLE001 - end listening cleanly, never go deaf
+                    _LOGGER.exception("[%s] audio intake failed", self.id)
+                    await self._intake_failed()
+        except Exception:  # noqa: BLE001 - the client must hear that nothing listens
+            _LOGGER.exception("[%s] receiving audio failed", self.id)
+            await self._intake_failed()
 
     async def _intake_failed(self) -> None:
         """Tell the client that listening stopped after an unexpected failure."""

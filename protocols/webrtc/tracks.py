@@ -19,11 +19,12 @@ import fractions
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from typing import Any
 
 import av
 import numpy as np
-from aiortc.mediastreams import MediaStreamTrack
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from daemon.audio.pcm import AudioFormat, resample_pcm
 from protocols.patches.aiortc import ignore_bye
@@ -43,6 +44,16 @@ def keep_through_bye(pc: Any, track: MediaStreamTrack, session_id: str) -> None:
     for transceiver in pc.getTransceivers():
         if transceiver.receiver.track is track:
             ignore_bye(transceiver.receiver, session_id)
+
+
+async def microphone(track: MediaStreamTrack) -> AsyncIterator[tuple[AudioFormat, bytes]]:
+    """A microphone track's audio, frame by frame, until its peer connection closes."""
+    while True:
+        try:
+            frame = await track.recv()
+        except MediaStreamError:
+            return  # the peer connection closed
+        yield frame_pcm(frame)  # type: ignore[arg-type]
 
 
 def frame_pcm(frame: av.AudioFrame) -> tuple[AudioFormat, bytes]:
