@@ -25,7 +25,6 @@ from daemon.engines.asr.window import (
     choose_window,
     judge,
     narrowband,
-    repeats,
     unloop,
 )
 
@@ -303,12 +302,11 @@ class WhisperAsr(AsrModel):
         # The generator decodes lazily: consume it here, inside the worker.
         parts: list[Segment] = []
         for segment in segments:
-            text = segment.text.strip()
-            if repeats(text):
+            text = unloop(segment.text.strip())
+            if text != segment.text.strip():
                 # The temperature fallback ends on its last try, loop or not.
                 self._count(FULL_S, Verdict.LOOP_CUT)
                 _LOGGER.info("Whisper looped; kept the phrase once: %.80r", text)
-                text = unloop(text)
             piece = Segment(float(segment.start), float(segment.end), text)
             parts.append(piece)
             yield piece

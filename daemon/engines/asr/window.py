@@ -131,19 +131,7 @@ def repeats(text: str, min_words: int = 2, times: int = 3) -> bool:
     "no no no" passes (one word), as does "turn it up, turn it up" (twice, not a
     sentence each); "What time is it? What time is it?" does not.
     """
-    words = [w.lower() for w in _WORD.findall(text)]
-    n = len(words)
-    for size in range(min_words, n // times + 1):
-        for start in range(0, n - size * times + 1):
-            phrase = words[start : start + size]
-            if all(
-                words[start + k * size : start + (k + 1) * size] == phrase for k in range(times)
-            ):
-                return True
-    sentences = [
-        tuple(_WORD.findall(s.lower())) for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s
-    ]
-    return any(len(a) >= 3 and a == b for a, b in zip(sentences, sentences[1:], strict=False))
+    return _first_loop(text, min_words, times) is not None
 
 
 def unloop(text: str, min_words: int = 2, times: int = 3) -> str:
@@ -173,11 +161,16 @@ def _first_loop(text: str, min_words: int, times: int) -> tuple[int, int] | None
             count = 1
             while words[start + count * size : start + (count + 1) * size] == phrase:
                 count += 1
-            sentence = size >= 3 and _sentence_at(text, found, start, size)
-            if (size >= min_words and count >= times) or (sentence and count >= 2):
-                first_end = found[start + size - 1].end()
-                last_end = found[start + count * size - 1].end()
-                return first_end, last_end
+            if size < 3 or not _sentence_at(text, found, start, size):
+                sentences = 0
+            else:  # the copies that are whole sentences too
+                sentences, at = 1, start + size
+                while sentences < count and _sentence_at(text, found, at, size):
+                    sentences, at = sentences + 1, at + size
+            if size >= min_words and count >= times:
+                return found[start + size - 1].end(), found[start + count * size - 1].end()
+            if sentences >= 2:
+                return found[start + size - 1].end(), found[start + sentences * size - 1].end()
     return None
 
 
