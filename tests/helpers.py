@@ -55,6 +55,18 @@ def word_error_rate(spoken: str, heard: str) -> float:
     return word_edits(ref, spoken_words(heard)) / max(1, len(ref))
 
 
+def _spelled_like(key: str, word: str) -> bool:
+    """``word`` holds ``key`` (a joined word), or spells it by ear past its first four letters.
+
+    One CPU's tiny.en writes "garash" for "garage": the same word, spelled by ear.
+    "hole" for "hall", "garden" for "garage" or "nights" for "lights" is another
+    word, and does not count.
+    """
+    if key in word:
+        return True
+    return len(key) >= 5 and word[:4] == key[:4] and abs(len(word) - len(key)) <= 2
+
+
 def assert_heard(
     heard: str, spoken: str, *keys: str, max_wer: float = 0.35, min_letters: float = 0.9
 ) -> None:
@@ -65,7 +77,8 @@ def assert_heard(
     its word error rate against the spoken text is at most ``max_wer``, or when its
     letters match at least ``min_letters`` (a word split or joined: "good night",
     "goodnight"); and every one of ``keys``, content words of ``spoken``, must be
-    heard (alone or inside a joined word). Empty text, or another sentence, fails.
+    heard (alone, inside a joined word, or spelled by ear: "garash" for "garage").
+    Empty text, or another sentence, fails.
     """
     if not keys:
         raise ValueError("name at least one key word of the spoken text")
@@ -75,7 +88,7 @@ def assert_heard(
         raise ValueError(f"key words {unknown} are not in {spoken!r}")
     wer = word_error_rate(spoken, heard)
     letters = difflib.SequenceMatcher(None, "".join(got), "".join(said)).ratio()
-    missing = [k for k in keys if not any(k in w for w in got)]  # or inside a joined word
+    missing = [k for k in keys if not any(_spelled_like(k, w) for w in got)]
     assert got and not missing and (wer <= max_wer or letters >= min_letters), (
         f"heard {heard!r} for {spoken!r}: word error rate {wer:.2f}, "
         f"letters alike {letters:.2f}, key words missing {missing}"

@@ -43,6 +43,16 @@ def test_a_missing_key_word_fails_even_when_the_rest_is_close():
         assert_heard(heard, TIMER, "timer", "hall")
 
 
+def test_a_key_word_spelled_by_ear_passes_and_another_word_fails():
+    spoken = "The front door is locked. The garage is closed."
+    assert_heard("The front door is locked. The garash is closed.", spoken, "door", "garage")
+    for other in ("garden", "carriage", "gate"):
+        with pytest.raises(AssertionError, match=r"missing \['garage'\]"):
+            assert_heard(f"The front door is locked. The {other} is closed.", spoken, "garage")
+    with pytest.raises(AssertionError, match=r"missing \['lights'\]"):
+        assert_heard("Turn on the kitchen nights.", "Turn on the kitchen lights.", "lights")
+
+
 def test_long_sentences_fail_past_the_threshold():
     heard = "Please get a time for ten minutes and let me pay some quite music in a hole."
     assert word_error_rate(TIMER, heard) > 0.35
