@@ -6,6 +6,12 @@ stream began), hands out the frames the VAD has not classified yet, and forgets 
 audio on request so a hands-free stream stays bounded for days. It knows nothing of
 speech: the session decides what to keep.
 
+Chunks are held unconverted until the VAD can use them (:meth:`hold`): a whole VAD
+frame, or when the audio runs ahead of the clock (a recording sent at once, a
+backlog) a batch of :data:`BATCH_S`. Home Assistant's 10 ms chunks then cost one
+worker call per 32 ms frame, and a recording sent at once four per second, instead
+of one per chunk; a live speaker's audio is classified as soon as a frame is whole, as before.
+
 Not thread-safe: the session calls :meth:`add` and :meth:`frames` in its VAD worker
 and everything else on the loop, never at the same time (its lock).
 """
@@ -14,11 +20,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from enum import Enum
 
 import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, PcmConverter, pcm_to_float
 from daemon.errors import AudioTooLong, InvalidAudio
+
+RECORDING_AHEAD_S = 2.0
+"""Audio this far ahead of the clock is a recording sent at once, or a backlog, not a
+live speaker (a network hiccup's burst is well under it): it is classified in batches,
+and the turn model is not asked about it."""
+BATCH_S = 0.25
+"""Audio held before classifying it, when it runs ahead of the clock (seconds)."""
+BATCH_WAIT_S = 0.02
+"""Longest a batch waits for more audio: a sender that stops is not kept waiting."""
+
+
+class Held(Enum):
+    """What :meth:`AudioIntake.hold` advises."""
+
+    NOW = "now"
+    """Classify what is held now."""
+    PART_FRAME = "part-frame"
+    """Less than a VAD frame: the VAD decides nothing sooner, wait for more."""
+    BATCH = "batch"
+    """Ahead of the clock: wait for a batch, or :data:`BATCH_WAIT_S`."""
 
 
 class AudioIntake:
@@ -36,6 +63,8 @@ class AudioIntake:
         self._classified = 0
         """Buffered samples the VAD has seen (from the buffer's front)."""
         self._started_at: float | None = None
+        self._held = bytearray()
+        """Input bytes not converted yet (see :meth:`hold`)."""
 
     def start(self, fmt: AudioFormat) -> None:
         """Declare the input format; validates it (InvalidAudio when absurd).
@@ -75,6 +104,40 @@ class AudioIntake:
     def samples(self) -> int:
         """Internal samples received so far (whole stream)."""
         return self._offset + len(self._buf) // 2
+
+    @property
+    def received(self) -> int:
+        """Internal samples received so far, held ones included (about, when resampled)."""
+        return self.samples + self._held_samples()
+
+    def _held_samples(self) -> int:
+        fmt = self.fmt
+        return 0 if fmt is None else len(self._held) // fmt.frame_bytes * RATE // fmt.rate
+
+    def hold(self, data: bytes, frame: int) -> Held:
+        """Keep ``data`` unconverted, and say when what is held should be classified.
+
+        Now, once the held audio completes a VAD frame of ``frame`` samples; but while
+        the audio is more than :data:`RECORDING_AHEAD_S` ahead of the clock, once it makes a
+        batch of :data:`BATCH_S`.
+        """
+        self._held += data
+        held = self._held_samples()
+        if held + self.buffered - self._classified < frame:
+            return Held.PART_FRAME
+        if held >= BATCH_S * RATE or self.ahead_s() + held / RATE <= RECORDING_AHEAD_S:
+            return Held.NOW
+        return Held.BATCH
+
+    @property
+    def holding(self) -> bool:
+        """Whether input bytes wait to be converted."""
+        return bool(self._held)
+
+    def take_held(self) -> bytes:
+        """The bytes held so far, for :meth:`add`; none are held afterwards."""
+        data, self._held = bytes(self._held), bytearray()
+        return data
 
     @property
     def first(self) -> int:

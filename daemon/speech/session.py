@@ -36,11 +36,11 @@ from daemon.engines.asr.base import AsrModel
 from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
-from daemon.errors import InvalidAudio
+from daemon.errors import HearthError, InvalidAudio
 from daemon.speech.decodes import Decodes
 from daemon.speech.endpoint import Endpointer, EndpointEvent, EndpointState
 from daemon.speech.events import FinalTranscript, SessionEvent, VoiceStarted, VoiceStopped
-from daemon.speech.intake import AudioIntake
+from daemon.speech.intake import BATCH_WAIT_S, AudioIntake, Held
 from daemon.speech.settings import SessionOptions, SessionSettings
 from daemon.speech.stream import EventStream
 from daemon.speech.turn_checks import TurnChecks
@@ -92,6 +92,10 @@ class SpeechSession:
         self._outbox: deque[SessionEvent] = deque()
         """Events decided on the loop, in order, not yet in the stream."""
         self._flush_lock = asyncio.Lock()
+        self._batch_timer: asyncio.TimerHandle | None = None
+        """Classifies a held batch when no more audio comes (see :meth:`feed`)."""
+        self._failed: HearthError | None = None
+        """What failed the audio the batch timer classified: the next call raises it."""
         self.decodes = Decodes(
             asr, asr_pool, settings_, self.options, self.intake, self.endpointer,
             self._emit, self._flush,
@@ -129,8 +133,8 @@ class SpeechSession:
 
     @property
     def samples(self) -> int:
-        """Internal samples received so far (whole stream)."""
-        return self.intake.samples
+        """Internal samples received so far (whole stream), held ones included."""
+        return self.intake.received
 
     @property
     def in_utterance(self) -> bool:
@@ -163,7 +167,9 @@ class SpeechSession:
     async def feed(self, data: bytes) -> None:
         """Add a chunk of PCM in the declared format (any size).
 
-        Hands-free, an utterance that ended is decoded here and its FinalTranscript
+        The VAD's worker classifies the audio once a whole frame is there (see
+        :meth:`AudioIntake.hold`), so most of Home Assistant's 10 ms chunks cost no
+        worker call. Hands-free, an utterance that ended is decoded here and its FinalTranscript
         joins the stream. Waits while the stream is full (its reader is behind).
         """
         if not self.intake.started:
@@ -173,10 +179,43 @@ class SpeechSession:
                 return  # the session ended the utterance itself: the rest is dropped
             if self._finished:
                 raise InvalidAudio("audio arrived after the end of the utterance")
-            events = await self._vad_pool.run(self._ingest, data, False)
-            self._handle(events)
-            await self._after_end()
-            await self._flush()
+            self._raise_failed()
+            advice = self.intake.hold(data, self._frame)
+            if advice is Held.NOW:
+                await self._classify(self.intake.take_held())
+            elif advice is Held.BATCH and self._batch_timer is None:
+                loop = asyncio.get_running_loop()
+                self._batch_timer = loop.call_later(BATCH_WAIT_S, self._batch_waited)
+
+    def _raise_failed(self) -> None:
+        """Raise what failed the audio classified by the batch timer, once."""
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
+
+    async def _classify(self, data: bytes, last: bool = False) -> None:
+        """Convert, classify and act on ``data`` (holding the session lock)."""
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        events = await self._vad_pool.run(self._ingest, data, last)
+        self._handle(events)
+        await self._after_end()
+        await self._flush()
+
+    def _batch_waited(self) -> None:
+        """No more audio came for a held batch: classify it now (see :meth:`feed`)."""
+        self._batch_timer = None
+        self.decodes.track(asyncio.ensure_future(self._classify_held()))
+
+    async def _classify_held(self) -> None:
+        async with self._lock:
+            if self.ended is not None or self._finished or not self.intake.holding:
+                return
+            try:
+                await self._classify(self.intake.take_held())
+            except HearthError as exc:
+                self._failed = exc  # the next feed or finish raises it
 
     def _ingest(self, data: bytes, last: bool) -> list[EndpointEvent]:
         """Convert and classify (runs in a worker thread, serialized per session)."""
@@ -318,8 +357,9 @@ class SpeechSession:
                 raise InvalidAudio("the utterance is already finished")
             self.decodes.finished = True  # from here on, a late partial is not worth sending
             try:
+                self._raise_failed()
                 if self.intake.started:
-                    events = await self._vad_pool.run(self._ingest, b"", True)
+                    events = await self._vad_pool.run(self._ingest, self.intake.take_held(), True)
                     self._handle(events)
                 self._emit(await self._final(began))
                 await self._flush()
@@ -351,5 +391,8 @@ class SpeechSession:
 
     async def close(self) -> None:
         """Cancel pending decodes and end the stream; safe to call more than once."""
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
         self._events.close()
         self.decodes.close()

@@ -19,6 +19,7 @@ import numpy as np
 from daemon.engines.asr.base import Transcript
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.workers import WorkerPool
+from daemon.speech.intake import RECORDING_AHEAD_S
 from daemon.speech.turn_text import (
     TextTurn,
     TurnJudgement,
@@ -29,9 +30,6 @@ from daemon.speech.turn_text import (
 )
 
 _LOGGER = logging.getLogger(__name__)
-RECORDING_AHEAD_S = 2.0
-"""Audio this far ahead of the clock is a recording sent at once, not a live speaker
-(a network hiccup's burst is well under it)."""
 
 
 class TurnChecks:

@@ -68,7 +68,9 @@ def build(llm: LlmEngine, tmp_path, max_turns: int = 4):
 
 
 async def test_speech_starts_before_the_reply_is_complete(tmp_path):
-    llm = FakeLlm(["The lights", " are on now.", " Anything", " else you need?"])
+    # 0.2 s between pieces: the first sentence's audio has 0.4 s to come, longer
+    # than the garbage collector's pauses in a process holding the whole test run.
+    llm = FakeLlm(["The lights", " are on now.", " Anything", " else you need?"], delay=0.2)
     pipeline, _ = build(llm, tmp_path)
     events = [e async for e in pipeline.run(text="lights on", conversation_id="c1")]
     kinds = [type(e) for e in events]

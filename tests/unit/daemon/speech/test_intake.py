@@ -1,0 +1,167 @@
+"""The intake holds chunks until the VAD can use them, and batches a recording."""
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from daemon.audio.pcm import RATE, AudioFormat
+from daemon.engines.workers import WorkerPool
+from daemon.errors import AudioTooLong
+from daemon.speech.endpoint import EndpointConfig
+from daemon.speech.events import FinalTranscript, SpeculativeTranscript
+from daemon.speech.intake import BATCH_S, RECORDING_AHEAD_S, AudioIntake, Held
+from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
+from tests.helpers import EnergyVad, FakeAsr, chunks, silence, tone
+
+FMT = AudioFormat(RATE, 2, 1)
+FRAME = EnergyVad.frame_samples  # 480 samples, 30 ms
+TEN_MS = b"\x00\x00" * 160  # one of Home Assistant's chunks
+
+
+def intake() -> AudioIntake:
+    audio = AudioIntake(30.0, 48000, 2)
+    audio.start(FMT)
+    return audio
+
+
+def test_ten_ms_chunks_wait_for_a_whole_vad_frame():
+    audio = intake()
+    advice = [audio.hold(TEN_MS, FRAME) for _ in range(3)]
+    assert advice == [Held.PART_FRAME, Held.PART_FRAME, Held.NOW]  # 480 samples: a frame
+    assert audio.received == 480 and audio.samples == 0  # held, not converted yet
+    audio.add(audio.take_held())
+    assert not audio.holding and audio.samples == 480
+    assert len(list(audio.frames(FRAME))) == 1
+    # What is left of a frame counts: 160 more samples complete none, 320 more do.
+    assert audio.hold(TEN_MS * 2, FRAME) is Held.PART_FRAME
+    assert audio.hold(TEN_MS, FRAME) is Held.NOW
+
+
+def test_audio_ahead_of_the_clock_is_held_in_batches():
+    audio = intake()
+    ahead = int((RECORDING_AHEAD_S + 0.1) * RATE)
+    audio.add(b"\x00\x00" * ahead)  # a recording, sent in no time
+    list(audio.frames(FRAME))
+    advice = [audio.hold(TEN_MS * 3, FRAME) for _ in range(int(BATCH_S / 0.03) + 1)]
+    assert set(advice[:-1]) == {Held.BATCH} and advice[-1] is Held.NOW
+    assert audio.received - audio.samples >= BATCH_S * RATE
+
+
+def test_a_live_speaker_is_never_batched():
+    audio = intake()
+    audio._started_at = time.monotonic() - 10.0  # 10 s of clock, 1 s of audio
+    audio.add(b"\x00\x00" * RATE)
+    list(audio.frames(FRAME))
+    assert audio.hold(TEN_MS * 3, FRAME) is Held.NOW
+
+
+@pytest.fixture
+async def make():
+    """Sessions with EnergyVad and FakeAsr, and the audio each VAD worker call took;
+    closed, with their pools, after the test."""
+    made: list[tuple[SpeechSession, WorkerPool, WorkerPool]] = []
+
+    def session_of(settings: SessionSettings | None = None):
+        asr, asr_pool, vad_pool = FakeAsr(), WorkerPool("asr", 1, 8), WorkerPool("vad", 1, 8)
+        session = SpeechSession(
+            asr,
+            asr_pool,
+            EnergyVad(),
+            vad_pool,
+            settings or SessionSettings(endpoint=EndpointConfig(0.09, 0.24, 0.6), max_audio_s=10),
+            SessionOptions(partials=False),
+        )
+        session.start(FMT)
+        made.append((session, asr_pool, vad_pool))
+        calls: list[int] = []
+        original = vad_pool.run
+
+        async def counted(func, *args):
+            calls.append(len(args[0]) // 2)
+            return await original(func, *args)
+
+        vad_pool.run = counted  # type: ignore[method-assign]
+        return session, asr, calls
+
+    yield session_of
+    for session, *pools in made:
+        await session.close()
+        for pool in pools:
+            pool.close()
+
+
+async def transcribe(session: SpeechSession, audio: np.ndarray) -> FinalTranscript:
+    finals = []
+
+    async def read():
+        finals.extend([e async for e in session.events() if isinstance(e, FinalTranscript)])
+
+    reader = asyncio.ensure_future(read())
+    for piece in chunks(audio.tobytes(), (320,)):
+        await session.feed(piece)
+    await session.finish()
+    await reader
+    return finals[0]
+
+
+async def test_a_recording_sent_at_once_costs_a_few_worker_calls_and_decodes_the_same(make):
+    audio = np.concatenate([silence(1.0), tone(1.5), silence(0.3), tone(1.0), silence(0.6)])
+    at_once, asr, calls = make()
+    final = await transcribe(at_once, audio)
+    chunk_count = len(audio) // 160
+    assert len(calls) < chunk_count / 4  # per frame for 2 s, then in batches
+    assert max(calls) >= BATCH_S * RATE  # the batches
+    # The same audio with every frame classified on its own: the same decisions.
+    one_by_one, asr_frames, _ = make()
+    one_by_one.intake.hold = lambda data, frame: (  # type: ignore[method-assign]
+        one_by_one.intake._held.extend(data) or Held.NOW
+    )
+    assert (await transcribe(one_by_one, audio)).text == final.text
+    # The final decodes the same audio; a speculation at the pause, discarded when the
+    # speech resumed, is not even started when the resumption comes in the same batch.
+    assert asr.calls[-1] == asr_frames.calls[-1]
+    assert len(asr.calls) <= len(asr_frames.calls)
+
+
+def a_recording(session: SpeechSession) -> None:
+    """Every chunk from now on is far ahead of the clock: the session batches them all."""
+    session.intake._started_at = time.monotonic() + 3600
+
+
+async def test_a_batch_is_classified_when_the_sender_stops(make):
+    session, _, _ = make()
+    a_recording(session)
+    kinds = []
+
+    async def read():
+        async for event in session.events():
+            kinds.append(type(event))
+
+    reader = asyncio.ensure_future(read())
+    audio = np.concatenate([silence(1.9), tone(0.5), silence(0.32)])
+    for piece in chunks(audio.tobytes(), (320,)):
+        await session.feed(piece)
+    assert session.intake.holding  # the tail of the pause waits for a batch
+    for _ in range(100):  # the sender stops, without audio-stop: it is not kept waiting
+        await asyncio.sleep(0.01)
+        if SpeculativeTranscript in kinds:
+            break
+    assert not session.intake.holding and SpeculativeTranscript in kinds
+    await session.close()
+    await reader
+
+
+async def test_a_batch_past_the_limit_fails_the_next_call(make):
+    session, _, _ = make(SessionSettings(max_audio_s=2.42))
+    a_recording(session)
+    for piece in chunks(silence(2.45).tobytes(), (320,)):
+        await session.feed(piece)  # batches up to 2.25 s: under the limit
+    assert session.intake.holding
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if not session.intake.holding:
+            break
+    with pytest.raises(AudioTooLong, match="2.42 s limit"):
+        await session.finish()
