@@ -24,6 +24,8 @@ from daemon.ops.metrics import CONTENT_TYPE, Metrics, outcome_of_status
 from protocols.http.auth import require_api_key
 
 UNCOUNTED = frozenset({"/api/ping"})
+TICKET = "hearth.inflight_ticket"
+"""The ASGI scope key of a WebSocket session's in-flight ticket."""
 """Probes: counting them would drown the requests that matter."""
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -91,6 +93,8 @@ class RequestMetrics:
         rid = _client_id(scope) or uuid.uuid4().hex[:12]
         token = request_id.set(rid)
         ticket = self.inflight.begin(protocol)
+        if scope["type"] == "websocket":
+            scope[TICKET] = ticket  # the session says when it holds engines (inflight.py)
         status = 0
 
         async def send_with_id(message: Message) -> None:

@@ -27,10 +27,12 @@ from fastapi import APIRouter, Depends, Query, Request, Response, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
 from daemon.errors import HearthError, InvalidRequest
+from daemon.ops.inflight import Ticket
 from daemon.runtime.facade import Hearth
 from protocols.http.auth import check_api_key, key_matches, offered_keys, require_api_key
 from protocols.http.common import config_of, ready_hearth, service_of
 from protocols.http.errors import error_responses
+from protocols.http.metrics import TICKET
 from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES
 from protocols.http.rtc import manager_of
 from protocols.realtime.calls import RealtimeCall, check_session
@@ -135,6 +137,11 @@ async def realtime(
         voice_aliases=OPENAI_VOICES,
         asr_aliases=OPENAI_ASR_MODELS,
     )
+    ticket = websocket.scope.get(TICKET)
+    if isinstance(ticket, Ticket):
+        # An idle session moves to new engines with its next audio: a reload waits
+        # only while it hears an utterance or answers.
+        ticket.busy = lambda: session.busy
     _LOGGER.info("Realtime session %s opened", session.id)
     try:
         await session.run()

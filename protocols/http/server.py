@@ -143,11 +143,12 @@ class HttpListener:
             server.set_limits(config.http.header_timeout_s, config.http.max_connections)
         if hearth is None:
             return lambda: True
-        # Requests that began before this generation run on the previous engines.
+        # Requests that began before this generation run on the previous engines; a
+        # session (a Realtime WebSocket) only while its utterance or response lasts.
         self.inflight.generation += 1
-        generation = self.inflight.generation
         inflight = self.inflight
-        return lambda: not inflight.started_before(generation)
+        held = inflight.holding(inflight.generation)
+        return lambda: not inflight.still_holding(held)
 
     def busy(self) -> bool:
         """Whether an HTTP request is in flight."""

@@ -248,8 +248,7 @@ class RealtimeCall:
     @property
     def busy(self) -> bool:
         """Whether an utterance is being heard or a reply is on its way."""
-        session = self.session
-        return session.conversation.busy or session.playback.playing or self.reply_track.playing
+        return self.session.busy or self.reply_track.playing
 
     def on_engines_changed(self) -> None:
         """Nothing to do: the session moves to new engines with its next audio."""

@@ -148,6 +148,12 @@ class RealtimeSession:
         self._out.close()
         await self._tasks.cancel_all()
 
+    @property
+    def busy(self) -> bool:
+        """Whether engines are in use now: an utterance heard, a response being
+        written or played. An idle session moves to new engines with its next audio."""
+        return self.conversation.busy or bool(self._answers) or self.playback.playing
+
     async def send(self, message: Event) -> None:
         """Queue one server event for the client."""
         await self._out.put(message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import socket
@@ -168,6 +169,38 @@ def test_sighup_with_a_new_voice_swaps_it_in_without_downtime(daemon):
     health = httpx.get(f"{daemon.url}/healthz", timeout=5).json()
     assert health["status"] == "ready"
     daemon.wait_for_log("Previous engines retired", timeout=30)
+
+
+async def test_an_idle_realtime_session_does_not_hold_a_reload_back(daemon):
+    """A Realtime WebSocket moves to new engines with its next audio, as WebRTC sessions
+    do: a reload retires the old engines at once, not after the request deadline (120 s),
+    and the session goes on serving."""
+    import openai
+
+    daemon.wait_ready()
+    voices = daemon.workdir / "porch-voices"
+    add_voice(voices, "porch-joe")
+    client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="unused", max_retries=0)
+    async with client.realtime.connect(model="gpt-realtime") as conn:
+        assert (await asyncio.wait_for(conn.recv(), 30)).type == "session.created"
+        retired = daemon.log.count("Previous engines retired")
+        # Another voice folder (in place of one an earlier test added): new TTS engines.
+        config = re.sub(
+            r"voices:\n  dir: .*\ntts:\n  default_voice: .*\n", "", daemon.config_path.read_text()
+        )
+        daemon.config_path.write_text(
+            config + f"voices:\n  dir: {voices}\ntts:\n  default_voice: porch-joe\n"
+        )
+        daemon.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 60
+        while daemon.log.count("Previous engines retired") == retired:
+            assert time.monotonic() < deadline, f"the old engines were kept:\n{daemon.log}"
+            await asyncio.sleep(0.1)
+        assert "still running after" not in daemon.log
+        await conn.session.update(session={"type": "realtime", "instructions": "Be brief."})
+        while (event := await asyncio.wait_for(conn.recv(), 30)).type != "session.updated":
+            assert event.type != "error", event
+    assert httpx.get(f"{daemon.url}/healthz", timeout=5).json()["status"] == "ready"
 
 
 class SlowUpload:

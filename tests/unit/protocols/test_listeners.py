@@ -273,3 +273,21 @@ def test_wyoming_reload_applies_limits_and_drains_busy_connections(config: Confi
     assert not drained()
     busy.busy = False
     assert drained() and not server.busy()
+
+
+def test_http_reload_waits_for_a_session_only_while_it_holds_engines(config: Config) -> None:
+    from daemon.ops.inflight import InFlight
+    from protocols.http.server import HttpListener
+
+    inflight = InFlight()
+    listener = HttpListener(object(), config, inflight)
+    talking, idle = inflight.begin("openai"), inflight.begin("openai")  # Realtime sockets
+    hearing = {"talking": True}
+    talking.busy = lambda: hearing["talking"]
+    idle.busy = lambda: False
+    drained = listener.reconfigure(config, FakeEngines())  # type: ignore[arg-type]
+    assert not drained()  # an utterance on the old engines
+    hearing["talking"] = False
+    assert drained()  # both sockets still open: they move to the new engines
+    hearing["talking"] = True  # its next utterance is heard on the new engines
+    assert drained() and listener.active_sessions() == {"willow": 0, "openai": 2}
