@@ -29,22 +29,22 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from daemon import __version__
-from daemon.config import Config, load_config
+from daemon.config import Config
 from daemon.engines.hardware import HardwareReport, probe
-from daemon.errors import ConfigError, ModelUnavailable
+from daemon.errors import ModelUnavailable
 from daemon.ops.inflight import InFlight
 from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
+from daemon.ops.presence import MdnsPresence
 from daemon.runtime.engines import Engines, load_engines
 from daemon.runtime.facade import Hearth
-from daemon.runtime.reload import ReloadPlan, plan_reload, remote_engines, retire
+from daemon.runtime.reload import ReloadPlan, load_beside, read_plan, remote_engines, retire
 from daemon.runtime.remote import close_remotes
 from daemon.runtime.startup import in_daemon_thread, warm_up
 from daemon.voices.training import Training
 
 if TYPE_CHECKING:
-    from daemon.ops.mdns import Advertiser
     from protocols.listener import Listener
 
 _LOGGER = logging.getLogger(__name__)
@@ -82,8 +82,7 @@ class HearthService:
         self.started = time.monotonic()
         self.listeners: list[Listener] = []
         """Every way in, in start-up order (made by ``run``)."""
-        self.mdns: Advertiser | None = None
-        self._mdns_start: asyncio.Task[None] | None = None
+        self.mdns = MdnsPresence()
         self.notifier = notifier or Notifier()
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
@@ -175,30 +174,9 @@ class HearthService:
 
     def _start_mdns(self) -> None:
         """Advertise what the listeners announce (when mdns.enabled)."""
-        config = self.config
-        if not config.mdns.enabled or self._stopping is not None:
-            return
-        from daemon.ops.mdns import Advertised, Advertiser
-
-        services = [
-            Advertised(a.type, a.port, dict(a.properties))
-            for listener in self.listeners
-            for a in listener.announcements()
-        ]
-        self.mdns = Advertiser(config.mdns, services)
-        # Probing for name conflicts takes seconds: do not hold up readiness.
-        self._mdns_start = asyncio.create_task(self.mdns.start(), name="mdns-start")
-
-    async def _stop_mdns(self) -> None:
-        """Unregister from mDNS; safe to call more than once."""
-        mdns, self.mdns = self.mdns, None
-        starting, self._mdns_start = self._mdns_start, None
-        if starting is not None:
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await starting
-        if mdns is not None:
-            await mdns.close()
+        if self._stopping is None:
+            announced = (a for listener in self.listeners for a in listener.announcements())
+            self.mdns.start(self.config.mdns, ((a.type, a.port, a.properties) for a in announced))
 
     def _make_listeners(self) -> list[Listener]:
         """HTTP/HTTPS (with the WebRTC signaling routes), Wyoming, WebRTC."""
@@ -299,48 +277,22 @@ class HearthService:
             return applied
 
     async def _reload(self) -> bool:
-        source = self.config.source
-        try:
-            if source.startswith("<"):
-                raise ConfigError("started without a config file: there is nothing to re-read")
-            new = await asyncio.to_thread(load_config, source)
-        except ConfigError as exc:
-            _LOGGER.error("Reload refused: %s; still running on the previous config", exc)
-            return False
-        plan = plan_reload(self.config, new)
-        if not plan.changed:
-            _LOGGER.info("Reload: %s is unchanged", source)
-            return True
-        _LOGGER.info("Reload: changed %s", ", ".join(plan.changed))
-        for key in plan.restart:
-            _LOGGER.warning("Reload: %s takes effect only after a restart", key)
+        plan = await read_plan(self.config)
+        if plan is None or not plan.changed:
+            return plan is not None
         engines = None
         if plan.engines and self.engines is not None:
+            assert self.report is not None
             self.notifier.status("Reloading: loading changed models beside the running ones")
             try:
-                engines = await self._load_beside(plan.config, self.engines)
+                engines = await load_beside(
+                    plan.config, self.engines, self.report, lambda e: self.metrics.watch(e.pools)
+                )
             except Exception as exc:  # noqa: BLE001 - the old engines serve on
                 _LOGGER.error("Reload failed: %s; still running on the previous config", exc)
                 return False
         self._apply(plan, engines)
         return True
-
-    async def _load_beside(self, config: Config, previous: Engines) -> Engines:
-        """New engines that take over every unchanged model from ``previous``, warm."""
-        assert self.report is not None
-        report = self.report
-
-        def load_changed() -> Engines:
-            return load_engines(config, report, previous=previous)
-
-        engines = await in_daemon_thread(load_changed)
-        try:
-            self.metrics.watch(engines.pools)
-            await warm_up(engines, previous)
-        except BaseException:
-            await retire(engines, previous, lambda: True, 0)  # close only what is new
-            raise
-        return engines
 
     def _apply(self, plan: ReloadPlan, engines: Engines | None) -> None:
         """Swap in the new config (and engines); no await: requests see one or the other."""
@@ -370,7 +322,7 @@ class HearthService:
             self._spawn(self._restart_mdns(), "mdns-restart")
 
     async def _restart_mdns(self) -> None:
-        await self._stop_mdns()
+        await self.mdns.stop()
         self._start_mdns()
 
     # ---------------------------------------------------------------- stop
@@ -398,7 +350,7 @@ class HearthService:
 
     async def _drain(self, grace_s: float) -> None:
         """Unregister mDNS while every listener stops; requests get ``grace_s``."""
-        await asyncio.gather(self._stop_mdns(), self._stop_listeners(grace_s))
+        await asyncio.gather(self.mdns.stop(), self._stop_listeners(grace_s))
 
     async def _stop_listeners(self, grace_s: float) -> None:
         """Stop every listener at once; one that fails to stop does not hold up the rest."""

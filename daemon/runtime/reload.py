@@ -31,9 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.config import Config
-from daemon.runtime.engines import Engines
+from daemon.config import Config, load_config
+from daemon.engines.hardware import HardwareReport
+from daemon.errors import ConfigError
+from daemon.runtime.engines import Engines, load_engines
 from daemon.runtime.remote import close_remotes
+from daemon.runtime.startup import in_daemon_thread, warm_up
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -163,3 +166,46 @@ def remote_engines(engines: Engines) -> list[object]:
     aside (closed on its own): remote ASR models, the TTS engine with remote voices."""
     tts = getattr(engines, "tts", None)
     return [*getattr(engines, "asr", {}).values(), tts.engine if tts is not None else None]
+
+
+async def read_plan(current: Config) -> ReloadPlan | None:
+    """Re-read ``current``'s file and plan the reload; None when it is refused (the
+    reason is logged, and the daemon runs on)."""
+    source = current.source
+    try:
+        if source.startswith("<"):
+            raise ConfigError("started without a config file: there is nothing to re-read")
+        new = await asyncio.to_thread(load_config, source)
+    except ConfigError as exc:
+        _LOGGER.error("Reload refused: %s; still running on the previous config", exc)
+        return None
+    plan = plan_reload(current, new)
+    if not plan.changed:
+        _LOGGER.info("Reload: %s is unchanged", source)
+        return plan
+    _LOGGER.info("Reload: changed %s", ", ".join(plan.changed))
+    for key in plan.restart:
+        _LOGGER.warning("Reload: %s takes effect only after a restart", key)
+    return plan
+
+
+async def load_beside(
+    config: Config,
+    previous: Engines,
+    report: HardwareReport,
+    watch: Callable[[Engines], None],
+) -> Engines:
+    """New engines that take over every unchanged model from ``previous``, warm;
+    ``watch`` sees them before the warm-up (their pools' metrics)."""
+
+    def load_changed() -> Engines:
+        return load_engines(config, report, previous=previous)
+
+    engines = await in_daemon_thread(load_changed)
+    try:
+        watch(engines)
+        await warm_up(engines, previous)
+    except BaseException:
+        await retire(engines, previous, lambda: True, 0)  # close only what is new
+        raise
+    return engines
