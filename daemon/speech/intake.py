@@ -19,6 +19,7 @@ and everything else on the loop, never at the same time (its lock).
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from enum import Enum
 
@@ -33,6 +34,10 @@ live speaker (a network hiccup's burst is well under it): it is classified in ba
 and the turn model is not asked about it."""
 BATCH_S = 0.25
 """Audio held before classifying it, when it runs ahead of the clock (seconds)."""
+CLOCK_WINDOW_S = 30.0
+"""How far back :meth:`AudioIntake.ahead_s` compares the audio with the clock."""
+CLOCK_MARK_S = 1.0
+"""How often it notes where the stream is."""
 BATCH_WAIT_S = 0.02
 """Longest a batch waits for more audio: a sender that stops is not kept waiting."""
 
@@ -62,7 +67,8 @@ class AudioIntake:
         """Samples dropped from the buffer's front."""
         self._classified = 0
         """Buffered samples the VAD has seen (from the buffer's front)."""
-        self._started_at: float | None = None
+        self._marks: deque[tuple[float, int]] = deque()
+        """(clock, samples received) now and then: the base of :meth:`ahead_s`."""
         self._held = bytearray()
         """Input bytes not converted yet (see :meth:`hold`)."""
 
@@ -82,18 +88,33 @@ class AudioIntake:
             )
         self.fmt = fmt
         self._converter = PcmConverter(fmt)
-        if self._started_at is None:
-            self._started_at = time.monotonic()
+        if not self._marks:
+            self._marks.append((time.monotonic(), 0))
 
     def ahead_s(self) -> float:
-        """How far the audio is ahead of the clock since the format came (seconds).
+        """How far the audio is ahead of the clock (seconds), over the last
+        :data:`CLOCK_WINDOW_S` or so (since the format came, in a younger stream).
 
         About 0 for a live speaker; a client sending a recording faster than it was
-        spoken is seconds ahead; a paused stream falls behind.
+        spoken is seconds ahead; a paused stream falls behind. Measured over a window,
+        not since the start: a microphone whose clock runs 100 ppm fast gains 9 s a day,
+        and must not pass for a recording after a day of streaming.
         """
-        if self._started_at is None:
+        if not self._marks:
             return 0.0
-        return self.samples / RATE - (time.monotonic() - self._started_at)
+        now, received = self._mark()
+        since, base = self._marks[0]
+        return (received - base) / RATE - (now - since)
+
+    def _mark(self) -> tuple[float, int]:
+        """Note where the stream is now and then; forget notes past the window."""
+        now, received = time.monotonic(), self.received
+        marks = self._marks
+        if marks and now - marks[-1][0] >= CLOCK_MARK_S:
+            marks.append((now, received))
+        while len(marks) > 1 and now - marks[1][0] >= CLOCK_WINDOW_S:
+            marks.popleft()
+        return now, received
 
     @property
     def started(self) -> bool:
@@ -125,7 +146,7 @@ class AudioIntake:
         held = self._held_samples()
         if held + self.buffered - self._classified < frame:
             return Held.PART_FRAME
-        if held >= BATCH_S * RATE or self.ahead_s() + held / RATE <= RECORDING_AHEAD_S:
+        if held >= BATCH_S * RATE or self.ahead_s() <= RECORDING_AHEAD_S:
             return Held.NOW
         return Held.BATCH
 
@@ -166,6 +187,7 @@ class AudioIntake:
             samples = np.concatenate([samples, self._converter.flush()])
         self._limit(samples.size)
         self._buf += samples.astype("<i2").tobytes()
+        self._mark()
 
     def frames(self, size: int) -> Iterator[np.ndarray]:
         """Every whole frame of ``size`` samples not classified yet, oldest first."""

@@ -2,6 +2,8 @@
 
 import asyncio
 import time
+from collections import deque
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from daemon.audio.pcm import RATE, AudioFormat
 from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong
+from daemon.speech import intake as intake_module
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.events import FinalTranscript, SpeculativeTranscript
 from daemon.speech.intake import BATCH_S, RECORDING_AHEAD_S, AudioIntake, Held
@@ -51,10 +54,30 @@ def test_audio_ahead_of_the_clock_is_held_in_batches():
 
 def test_a_live_speaker_is_never_batched():
     audio = intake()
-    audio._started_at = time.monotonic() - 10.0  # 10 s of clock, 1 s of audio
+    audio._marks = deque([(time.monotonic() - 10.0, 0)])  # 10 s of clock, 1 s of audio
     audio.add(b"\x00\x00" * RATE)
     list(audio.frames(FRAME))
     assert audio.hold(TEN_MS * 3, FRAME) is Held.NOW
+
+
+def test_a_fast_microphone_clock_never_passes_for_a_recording(monkeypatch):
+    """A capture clock 200 ppm fast gains 17 s a day; a recording is seconds ahead at once."""
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(intake_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    audio = intake()
+    second = b"\x00\x00" * RATE
+    for _ in range(6 * 3600):  # six hours, a second at a time
+        clock.now += 1.0 / 1.0002
+        audio.hold(second, FRAME)
+        audio.add(audio.take_held())
+        list(audio.frames(FRAME))
+        audio.forget(audio.buffered)  # hands-free: idle audio goes
+    assert audio.samples / RATE - (clock.now - 1000.0) > 4.0  # ahead since the start
+    assert abs(audio.ahead_s()) < 0.05  # but not over the last half minute
+    # The same stream, then a recording sent at once: ahead by its length.
+    for _ in range(5):
+        audio.hold(second, FRAME)
+    assert 4.9 < audio.ahead_s() < 5.1
 
 
 @pytest.fixture
@@ -127,7 +150,7 @@ async def test_a_recording_sent_at_once_costs_a_few_worker_calls_and_decodes_the
 
 def a_recording(session: SpeechSession) -> None:
     """Every chunk from now on is far ahead of the clock: the session batches them all."""
-    session.intake._started_at = time.monotonic() + 3600
+    session.intake._marks = deque([(time.monotonic() + 3600, 0)])
 
 
 async def test_a_batch_is_classified_when_the_sender_stops(make):
