@@ -95,7 +95,7 @@ class SpeechSession:
         self._batch_timer: asyncio.TimerHandle | None = None
         """Classifies a held batch when no more audio comes (see :meth:`feed`)."""
         self._failed: HearthError | None = None
-        """What failed the audio the batch timer classified: the next call raises it."""
+        """What failed the audio the batch timer classified: every later call raises it."""
         self.decodes = Decodes(
             asr, asr_pool, settings_, self.options, self.intake, self.endpointer,
             self._emit, self._flush,
@@ -188,10 +188,10 @@ class SpeechSession:
                 self._batch_timer = loop.call_later(BATCH_WAIT_S, self._batch_waited)
 
     def _raise_failed(self) -> None:
-        """Raise what failed the audio classified by the batch timer, once."""
+        """Raise what failed the audio classified by the batch timer (from then on:
+        that audio is lost, so the stream cannot go on)."""
         if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
+            raise self._failed
 
     async def _classify(self, data: bytes, last: bool = False) -> None:
         """Convert, classify and act on ``data`` (holding the session lock)."""

@@ -186,5 +186,6 @@ async def test_a_batch_past_the_limit_fails_the_next_call(make):
         await asyncio.sleep(0.01)
         if not session.intake.holding:
             break
-    with pytest.raises(AudioTooLong, match="2.42 s limit"):
-        await session.finish()
+    for later in (session.feed(b"\x00\x00" * 160), session.finish()):
+        with pytest.raises(AudioTooLong, match="2.42 s limit"):
+            await later
