@@ -115,6 +115,10 @@ class Latencies:
         total = self.total.get(name, 0)
         return f"{total - self.wrong.get(name, 0)}/{total}"
 
+    def spread(self, name: str) -> str:
+        """A concurrent row's cell: p50 / p95; how many were right."""
+        return f"{ms(self.p(name, 0.5))} / {ms(self.p(name, 0.95))}; {self.correct(name)}"
+
 
 def right(text: str, sentence: str = wyoming_bench.UTTERANCE) -> bool:
     """The key words are there and the transcript does not loop (at most 2x the words)."""
@@ -375,25 +379,18 @@ def table(
         c = r["concurrent"]
         ref95 = c.p("reference", 0.95)
         cell, judged = both({n: ratio(c.p(n, 0.95), ref95) for n in NAMES}, 0.40)
-
-        def cc(name: str) -> str:
-            return f"{ms(c.p(name, 0.5))} / {ms(c.p(name, 0.95))}; {c.correct(name)}"
-
         lines.append(
             f"| {CLIENTS} Wyoming clients at once at real time: audio-stop -> transcript "
-            f"p50 / p95; correct | {cc('today')} | {cc('new')} "
-            f"| wyoming-faster-whisper: {cc('reference')} | {cell} (p95) | <= 0.40 | {judged} |"
+            f"p50 / p95; correct | {c.spread('today')} | {c.spread('new')} "
+            f"| wyoming-faster-whisper: {c.spread('reference')} | {cell} (p95) | <= 0.40 "
+            f"| {judged} |"
         )
     if "willow" in rows:
         wl = r["willow"]
         value = ratio(wl.p("new", 0.95), wl.p("today", 0.95))
-
-        def wc(name: str) -> str:
-            return f"{ms(wl.p(name, 0.5))} / {ms(wl.p(name, 0.95))}; {wl.correct(name)}"
-
         lines.append(
             f"| {DEVICES} Willow devices at once (`/api/willow`, real time): last byte -> "
-            f"response p50 / p95; right text | {wc('today')} | {wc('new')} | today "
+            f"response p50 / p95; right text | {wl.spread('today')} | {wl.spread('new')} | today "
             f"| {value:.2f} (new p95 / today p95) | <= 0.50 | {verdict(value, 0.5)} |"
         )
         for name in NAMES:
