@@ -55,6 +55,10 @@ class InFlight:
         """Requests in flight now, per protocol."""
         return dict(Counter(t.protocol for t in self._open.values()))
 
+    def busy(self) -> bool:
+        """Whether any request holds engines now (an idle session does not)."""
+        return any(t.holds() for t in self._open.values())
+
     def holding(self, generation: int) -> list[Ticket]:
         """Requests that started before ``generation`` and hold their engines now."""
         return [t for t in self._open.values() if t.generation < generation and t.holds()]

@@ -24,9 +24,9 @@ from daemon.ops.metrics import CONTENT_TYPE, Metrics, outcome_of_status
 from protocols.http.auth import require_api_key
 
 UNCOUNTED = frozenset({"/api/ping"})
+"""Probes: counting them would drown the requests that matter."""
 TICKET = "hearth.inflight_ticket"
 """The ASGI scope key of a WebSocket session's in-flight ticket."""
-"""Probes: counting them would drown the requests that matter."""
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 

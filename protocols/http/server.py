@@ -151,8 +151,8 @@ class HttpListener:
         return lambda: not inflight.still_holding(held)
 
     def busy(self) -> bool:
-        """Whether an HTTP request is in flight."""
-        return bool(self.inflight.active())
+        """Whether an HTTP request, or a session's utterance or response, is in flight."""
+        return self.inflight.busy()
 
     def active_sessions(self) -> dict[str, int]:
         """Requests in flight per protocol (willow, openai)."""

@@ -289,5 +289,6 @@ def test_http_reload_waits_for_a_session_only_while_it_holds_engines(config: Con
     assert not drained()  # an utterance on the old engines
     hearing["talking"] = False
     assert drained()  # both sockets still open: they move to the new engines
+    assert not listener.busy()  # open and idle
     hearing["talking"] = True  # its next utterance is heard on the new engines
     assert drained() and listener.active_sessions() == {"willow": 0, "openai": 2}
