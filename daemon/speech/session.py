@@ -193,11 +193,14 @@ class SpeechSession:
         if self._failed is not None:
             raise self._failed
 
-    async def _classify(self, data: bytes, last: bool = False) -> None:
-        """Convert, classify and act on ``data`` (holding the session lock)."""
+    def _stop_batch_timer(self) -> None:
         if self._batch_timer is not None:
             self._batch_timer.cancel()
             self._batch_timer = None
+
+    async def _classify(self, data: bytes, last: bool = False) -> None:
+        """Convert, classify and act on ``data`` (holding the session lock)."""
+        self._stop_batch_timer()
         events = await self._vad_pool.run(self._ingest, data, last)
         self._handle(events)
         await self._after_end()
@@ -215,7 +218,7 @@ class SpeechSession:
             try:
                 await self._classify(self.intake.take_held())
             except HearthError as exc:
-                self._failed = exc  # the next feed or finish raises it
+                self._failed = exc  # every later feed and finish raises it
 
     def _ingest(self, data: bytes, last: bool) -> list[EndpointEvent]:
         """Convert and classify (runs in a worker thread, serialized per session)."""
@@ -391,8 +394,6 @@ class SpeechSession:
 
     async def close(self) -> None:
         """Cancel pending decodes and end the stream; safe to call more than once."""
-        if self._batch_timer is not None:
-            self._batch_timer.cancel()
-            self._batch_timer = None
+        self._stop_batch_timer()
         self._events.close()
         self.decodes.close()
