@@ -453,12 +453,12 @@ def _prime_llm(engine: LlmEngine, config: Config) -> None:
     """Have a local model evaluate the system prompt now, or read its state from disk,
     so that the first reply evaluates only its own turn (blocking: in the loading
     thread, never the event loop; the model's lock orders it with any reply)."""
-    if config.llm.backend != "local" or not config.llm.system_prompt:
-        return
     from daemon.engines.llm.local import LocalLlm
 
-    if not isinstance(engine, LocalLlm) or engine.prompt_cache is None:
+    if not config.llm.system_prompt or not isinstance(engine, LocalLlm):
         return
+    if engine.prompt_cache is None:
+        return  # llm.prompt_cache is off
     cache = engine.prompt_cache
     began, disk_hits = time.perf_counter(), cache.disk_hits
     try:

@@ -302,8 +302,9 @@ class WhisperAsr(AsrModel):
         # The generator decodes lazily: consume it here, inside the worker.
         parts: list[Segment] = []
         for segment in segments:
-            text = unloop(segment.text.strip())
-            if text != segment.text.strip():
+            heard = segment.text.strip()
+            text = unloop(heard)
+            if text != heard:
                 # The temperature fallback ends on its last try, loop or not.
                 self._count(FULL_S, Verdict.LOOP_CUT)
                 _LOGGER.info("Whisper looped; kept the phrase once: %.80r", text)
