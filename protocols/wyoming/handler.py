@@ -71,8 +71,10 @@ SAMPLES_PER_CHUNK = 1024
 """Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
 LINGER_S = 2.0
 """After an error, how long what the client still sends is read and dropped (s)."""
-LINGER_BYTES = 4 * 1024 * 1024
-"""After an error, at most this much of what the client still sends is read and dropped."""
+LINGER_BYTES = 64 * 1024 * 1024
+"""After an error, at most this much of what the client still sends is read and dropped:
+half an hour of 16 kHz audio, so a client that sends a whole recording at once and reads
+only when its socket fills still finds the error, not a reset, when it reads."""
 MAX_QUEUED_SENTENCES = 128
 """Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
 WRITE_TIMEOUT_S = 30.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import shutil
 import time
@@ -13,7 +14,7 @@ import pytest
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
-from wyoming.event import Event
+from wyoming.event import Event, write_event
 from wyoming.info import Describe, Info, SelectProgram
 from wyoming.ping import Ping
 from wyoming.tts import (
@@ -464,6 +465,35 @@ async def test_ten_minutes_of_audio_is_refused_then_eof_and_memory_stays_bounded
     assert types == ["transcript-start", "transcript", "transcript-stop", "error"], types
     assert events[1].data["text"] == ""
     assert events[-1].data["code"] == "audio-too-long"
+    await ping_works(daemon)
+
+
+async def test_a_recording_sent_at_once_and_read_after_still_ends_in_the_error(daemon):
+    """A client that writes ten minutes at once and reads only after its last write
+    (a script uploading a file) finds the error and EOF waiting, not a reset that
+    would throw away what was already sent to it."""
+
+    def frame(event: Event) -> bytes:
+        out = io.BytesIO()
+        write_event(event, out)
+        return out.getvalue()
+
+    chunk = frame(AudioChunk(rate=16000, width=2, channels=1, audio=silence(1.0).tobytes()).event())
+    reader, writer = await raw(daemon)
+    writer.write(
+        frame(Transcribe().event()) + frame(AudioStart(rate=16000, width=2, channels=1).event())
+    )
+    for _ in range(600):
+        writer.write(chunk)  # no drain: the transport holds it all, the loop sends it
+    writer.write(frame(AudioStop().event()))
+    await writer.drain()
+    types = []
+    while (event := await next_event(reader)) is not None:
+        types.append(event["type"])
+        if event["type"] == "error":
+            assert event["data"]["code"] == "audio-too-long", event
+    assert types == ["transcript-start", "transcript", "transcript-stop", "error"], types
+    writer.close()
     await ping_works(daemon)
 
 
