@@ -17,6 +17,11 @@
   the connection) gets 408 and the connection is closed; a connection beyond
   ``http.max_connections`` gets 503 at once.
   (uvicorn's ``limit_concurrency`` answers 503 only once a complete head arrives.)
+- **A lingering close after this layer's own refusals** (414, 400, 408, 503): the
+  client may still be sending, and closing with its bytes unread makes the kernel
+  answer with a TCP reset, which can destroy the response before the client reads it.
+  The connection half-closes instead (the client reads the response, then EOF), drops
+  what still arrives for at most :data:`LINGER_S` or :data:`LINGER_BYTES`, and closes.
 - **No signal handling** (``Server.capture_signals``): uvicorn installs its own
   SIGTERM/SIGINT handlers and re-raises the signal after shutting down, which ends
   the process with the signal's status. The service owns those signals (a stop on
@@ -142,6 +147,12 @@ def raw_error(status: int, reason: str, code: str, message: str, retry: bool = F
     )
 
 
+LINGER_S = 2.0
+"""After a refusal, how long what the client still sends is read and dropped (s)."""
+LINGER_BYTES = 4 * 1024 * 1024
+"""After a refusal, at most this much of what the client still sends is dropped."""
+
+
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline on each request head and a connection cap.
 
@@ -158,6 +169,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._awaiting_head = True
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        self._droppable = 0
+        """Bytes still dropped after a refusal, before the connection is closed."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Refuse the connection over the cap; otherwise start the head's deadline."""
@@ -165,15 +179,35 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.max_connections and len(self.connections) > self.max_connections:
             _LOGGER.warning("HTTP connection refused: %d already open", len(self.connections) - 1)
             message = f"too many connections (http.max_connections is {self.max_connections})"
-            transport.write(raw_error(503, "Service Unavailable", "busy", message, retry=True))
-            transport.close()
+            self.refuse(raw_error(503, "Service Unavailable", "busy", message, retry=True))
             return
         self._arm_head_deadline()
 
     def data_received(self, data: bytes) -> None:
         """The first bytes of a request (after a keep-alive wait) start its deadline."""
+        if self.dropped(data):
+            return
         self._start_head_clock()
         super().data_received(data)
+
+    def refuse(self, response: bytes) -> None:
+        """Answer ``response`` (which says ``connection: close``), then close lingering:
+        see the module."""
+        self._cancel_head_deadline()
+        self._droppable = LINGER_BYTES
+        self.transport.write(response)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._linger = self.loop.call_later(LINGER_S, self.transport.close)
+
+    def dropped(self, data: bytes) -> bool:
+        """Whether ``data`` came after a refusal (it is dropped, up to the limit)."""
+        if self._linger is None:
+            return False
+        self._droppable -= len(data)
+        if self._droppable < 0:
+            self.transport.close()
+        return True
 
     def _start_head_clock(self) -> None:
         if self._awaiting_head and self._head_deadline is None:
@@ -198,6 +232,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         """Nothing more to time."""
         self._cancel_head_deadline()
+        if self._linger is not None:
+            self._linger.cancel()
         super().connection_lost(exc)
 
     def _arm_head_deadline(self) -> None:
@@ -219,8 +255,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._arm_head_deadline()
             return
         message = f"the request head took longer than {self.header_timeout_s:g} s"
-        self.transport.write(raw_error(408, "Request Timeout", "header-timeout", message))
-        self.transport.close()
+        self.refuse(raw_error(408, "Request Timeout", "header-timeout", message))
 
 
 class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
@@ -246,6 +281,8 @@ class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
 
         A request pipelined into the same read as the previous one is parsed as is.
         """
+        if self.dropped(data):
+            return
         self._start_head_clock()  # also while the line is held here
         if self._at_request_line:
             scan_from = max(0, len(self._held) - 1)  # only new bytes (and a split CRLF)
@@ -271,14 +308,12 @@ class LenientHttpToolsProtocol(GuardedHttpToolsProtocol):
 
     def _refuse_long_uri(self) -> None:
         """Answer 414 with a JSON body, as the app would, and close."""
-        self.transport.write(too_long_response())
-        self.transport.close()
+        self.refuse(too_long_response())
 
     def _refuse_bare_lf(self) -> None:
         """Answer 400 with a JSON body, as the app would, and close."""
         message = "HTTP lines must end in CRLF, not a bare LF"
-        self.transport.write(raw_error(400, "Bad Request", "invalid-request", message))
-        self.transport.close()
+        self.refuse(raw_error(400, "Bad Request", "invalid-request", message))
 
 
 _BARE_LF_LINE = re.compile(rb" HTTP/\d\.\d\n")

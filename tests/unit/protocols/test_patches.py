@@ -173,6 +173,7 @@ class FakeTransport(asyncio.Transport):
         super().__init__()
         self.written = bytearray()
         self.closed = False
+        self.eof = False
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5000)}.get(name)
@@ -182,6 +183,12 @@ class FakeTransport(asyncio.Transport):
 
     def close(self) -> None:
         self.closed = True
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        self.eof = True
 
     def is_closing(self) -> bool:
         return self.closed
@@ -210,7 +217,7 @@ async def serve_one(protocol_class: type[HttpToolsProtocol], *reads: bytes) -> t
     for data in reads:
         protocol.data_received(data)
     scope = None
-    if not transport.closed:
+    if not (transport.closed or transport.eof):  # else refused: answered, and sending ended
         async with asyncio.timeout(TIMEOUT_S):
             scope = await seen
             while b"ok" not in transport.written:

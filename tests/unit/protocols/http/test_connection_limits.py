@@ -90,3 +90,22 @@ async def test_a_request_in_bare_lf_lines_is_refused_at_once(port: int) -> None:
     writer.close()
     assert reply.startswith(b"HTTP/1.1 400 "), reply
     assert b'"invalid-request"' in reply
+
+
+async def test_a_refusal_reaches_a_client_that_is_still_sending(port: int) -> None:
+    # A request line too long to serve (414), found while the client still sends the
+    # rest of it: closing at once would make the kernel reset the connection, and the
+    # client, still writing, would lose the answer. The server drops what follows.
+    async with asyncio.timeout(TIMEOUT_S):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /api/tts?text=" + b"a" * 70_000)
+        await writer.drain()
+        status = await reader.readuntil(b"\r\n")  # refused mid-line
+        assert status.startswith(b"HTTP/1.1 414 "), status
+        for _ in range(20):  # the client has not noticed yet, and sends on
+            writer.write(b"a" * 32_768)
+            await writer.drain()
+            await asyncio.sleep(0.005)
+        rest = await reader.read()  # the rest of the answer, then EOF (no reset)
+        writer.close()
+    assert b'"uri-too-long"' in rest
