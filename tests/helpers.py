@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,20 @@ def sounds_like(heard: str, said: str, at_least: float = 0.85) -> bool:
     """
     a, b = " ".join(words(heard)), " ".join(words(said))
     return difflib.SequenceMatcher(None, a, b).ratio() >= at_least
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` passes; its last value.
+
+    For what a worker thread or another task does "soon": a fixed sleep is too
+    short on a loaded machine, and a test then fails by chance.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
 
 
 def silence(seconds: float) -> np.ndarray:

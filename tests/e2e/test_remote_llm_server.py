@@ -40,22 +40,28 @@ def llama_server(tmp_path_factory):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 60
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise AssertionError(log.read()[-2000:])
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(log.read()[-2000:])
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "llama.cpp server did not start"
+            time.sleep(0.2)
+        yield base
+    finally:  # a server that did not start is stopped too
+        proc.terminate()
         try:
-            if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "llama.cpp server did not start"
-        time.sleep(0.2)
-    yield base
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
 
 
 async def test_chat_and_spoken_reply_through_a_remote_server(llama_server, state_dir):

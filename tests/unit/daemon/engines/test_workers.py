@@ -8,6 +8,7 @@ import pytest
 
 from daemon.engines.workers import WorkerPool
 from daemon.errors import Busy
+from tests.helpers import eventually
 
 
 async def test_runs_off_the_loop_and_refuses_when_full():
@@ -91,23 +92,24 @@ async def test_close_with_queued_work_fails_fast_instead_of_hanging():
 
 async def test_cancelling_a_stream_consumer_does_not_wait_for_the_worker():
     pool = WorkerPool("test", workers=1, max_queue=4)
+    gate = threading.Event()
+    got: list[int] = []
 
     def slow():
         yield 1
-        time.sleep(1.0)
+        gate.wait(10)  # the worker is busy until the test lets it go
         yield 2
 
     async def consume():
-        async for _ in pool.stream(slow):
-            pass
+        async for item in pool.stream(slow):
+            got.append(item)
 
     task = asyncio.ensure_future(consume())
-    await asyncio.sleep(0.1)
-    began = time.perf_counter()
+    assert await eventually(lambda: got == [1])
     task.cancel()
+    # Waiting for the worker would wait for the gate, which opens only after this.
     with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.perf_counter() - began < 0.5
+        await asyncio.wait_for(task, 5)
     assert pool.pending == 1  # the thread is still busy: the slot stays taken
-    await asyncio.sleep(1.1)
-    assert pool.pending == 0
+    gate.set()
+    assert await eventually(lambda: pool.pending == 0)

@@ -21,7 +21,7 @@ from daemon.speech.events import (
 )
 from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
 from daemon.speech.stream import EventStream
-from tests.helpers import EnergyVad, FakeAsr, chunks, noise, silence, tone
+from tests.helpers import EnergyVad, FakeAsr, chunks, eventually, noise, silence, tone
 
 FMT = AudioFormat(RATE, 2, 1)
 SETTINGS = SessionSettings(
@@ -97,7 +97,7 @@ async def test_speculative_decode_is_used_when_the_client_ends_later():
     session, asr = make(SessionOptions(partials=False))
     reader = Reader(session)
     await feed(session, np.concatenate([silence(0.5), tone(1.0), silence(0.8)]))
-    await asyncio.sleep(0.05)
+    assert await eventually(lambda: SpeculativeTranscript in reader.kinds())
     final = await finish(session, reader)
     assert final.speculative
     assert len(asr.calls) == 1  # the speculative decode was the final one
@@ -115,8 +115,11 @@ async def test_push_to_talk_speculates_sooner_and_the_release_finds_it_ready():
         session, asr = make(SessionOptions(partials=False), settings)
         reader = Reader(session)
         await feed(session, audio)
-        await asyncio.sleep(0.05)
-        assert (SpeculativeTranscript in reader.kinds()) is speculated
+        if speculated:
+            assert await eventually(lambda r=reader: SpeculativeTranscript in r.kinds())
+        else:
+            await asyncio.sleep(0.05)
+            assert SpeculativeTranscript not in reader.kinds()
         final = await finish(session, reader)
         assert final.speculative is speculated and len(asr.calls) == 1
     assert SETTINGS.push_to_talk(0.09).padding_s == SETTINGS.padding_s  # the final's trim
@@ -126,7 +129,7 @@ async def test_speech_resuming_discards_the_speculation():
     session, asr = make(SessionOptions(partials=False))
     reader = Reader(session)
     await feed(session, np.concatenate([tone(0.6), silence(0.4)]))
-    await asyncio.sleep(0.05)
+    assert await eventually(lambda: SpeculativeTranscript in reader.kinds())
     assert len(asr.calls) == 1  # speculated on the pause
     await feed(session, np.concatenate([tone(0.6), silence(0.8)]))
     final = await finish(session, reader)
@@ -163,7 +166,7 @@ async def test_partials_arrive_before_the_final():
     session, _ = make()
     reader = Reader(session)
     await feed(session, tone(2.0), realtime=True)
-    await asyncio.sleep(0.05)
+    assert await eventually(lambda: PartialTranscript in reader.kinds())
     await finish(session, reader)
     kinds = reader.kinds()
     assert PartialTranscript in kinds

@@ -191,13 +191,15 @@ async def test_every_route_that_reads_a_body_ends_a_stalled_one(
 
 async def test_a_body_that_keeps_arriving_is_not_cut_off(serve: Serve) -> None:
     pcm = utterance().astype("<i2").tobytes()
-    pieces = 8  # one every IDLE_S / 2: the whole upload takes far longer than IDLE_S
+    # One every IDLE_S / 5 (a stall of the shared loop can delay a write by most of
+    # IDLE_S): the whole upload takes four times IDLE_S.
+    pieces = 20
     step = -(-len(pcm) // pieces)
     async with serve() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(willow_head(port))
         for i in range(0, len(pcm), step):
-            await asyncio.sleep(IDLE_S / 2)
+            await asyncio.sleep(IDLE_S / 5)
             writer.write(chunk(pcm[i : i + step]))
         writer.write(b"0\r\n\r\n")
         async with asyncio.timeout(TIMEOUT_S):

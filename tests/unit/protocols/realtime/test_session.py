@@ -372,8 +372,9 @@ async def test_barge_in_cancels_the_reply_and_says_how_much_was_played(tmp_path:
         assert done["output"][0]["status"] == "incomplete"
         [truncated] = [m for m in got if m["type"] == "conversation.item.truncated"]
         sent = len(audio_of(client.seen)) / 2 / RATE * 1000
-        # Half a second of audio was still ahead of the client's playback when it spoke.
-        assert 500 <= truncated["audio_end_ms"] <= sent - 300
+        # Half a second (LEAD_S) was still ahead of the client's playback when it spoke:
+        # not counted as played (a stall of the loop just before the cut eats into it).
+        assert 500 <= truncated["audio_end_ms"] <= sent - 200
         assert "input_audio_buffer.speech_started" in kinds(client.unread() + got)
         assert not client.session.playback.playing
     finally:
