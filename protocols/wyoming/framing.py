@@ -61,6 +61,17 @@ def parse_header(line: bytes, max_event_bytes: int) -> tuple[dict[str, Any], int
     return header, data_length, payload_length
 
 
+def _data(raw: bytes) -> dict[str, Any]:
+    """An event's separate data block: a JSON object."""
+    try:
+        extra = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise FrameError("event data is not valid JSON", fatal=False) from None
+    if not isinstance(extra, dict):
+        raise FrameError("event data must be a JSON object", fatal=False)
+    return extra
+
+
 async def read_event(
     reader: asyncio.StreamReader, max_event_bytes: int, body_timeout_s: float
 ) -> Event | None:
@@ -71,48 +82,39 @@ async def read_event(
     by a disconnect counts as a closed connection: nothing of it is used.
     """
     # Waiting for an event to start has no deadline here (the server's idle timeout
-    # covers that); once it has started, the rest of its header line is due within
-    # body_timeout_s, or a client trickling a byte at a time could hold the connection.
+    # covers that); once it has started, the rest of it (header line, data, payload)
+    # is due within body_timeout_s, or a client trickling a byte at a time could hold
+    # the connection. One deadline for the whole event: a timer costs about 10 us to
+    # arm and cancel, and a recording sent at once is hundreds of events.
     first = await reader.read(1)
     if not first:
         return None
+    in_header = True
     try:
         async with asyncio.timeout(body_timeout_s):
             line = first if first == b"\n" else first + await reader.readuntil(b"\n")
+            if len(line) > MAX_HEADER_BYTES:
+                raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True)
+            if not line.strip():
+                raise FrameError("empty event header line", fatal=False)
+            header, data_length, payload_length = parse_header(line, max_event_bytes)
+            in_header = False
+            data: dict[str, Any] = dict(header.get("data") or {})
+            payload: bytes | None = None
+            if data_length:
+                data.update(_data(await reader.readexactly(data_length)))
+            if payload_length:
+                payload = await reader.readexactly(payload_length)
     except asyncio.IncompleteReadError as exc:
-        if (first + exc.partial).strip():
+        if in_header and (first + exc.partial).strip():
             raise FrameError("connection closed in the middle of an event header", True) from None
         return None
     except asyncio.LimitOverrunError:
         raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True) from None
     except TimeoutError:
-        raise FrameError(
-            f"event header line did not end within {body_timeout_s:g} s", fatal=True
-        ) from None
-    if len(line) > MAX_HEADER_BYTES:
-        raise FrameError(f"event header line is over {MAX_HEADER_BYTES} bytes", True)
-    if not line.strip():
-        raise FrameError("empty event header line", fatal=False)
-    header, data_length, payload_length = parse_header(line, max_event_bytes)
-    data: dict[str, Any] = dict(header.get("data") or {})
-    payload: bytes | None = None
-    try:
-        async with asyncio.timeout(body_timeout_s):
-            if data_length:
-                raw = await reader.readexactly(data_length)
-                try:
-                    extra = json.loads(raw)
-                except (UnicodeDecodeError, ValueError):
-                    raise FrameError("event data is not valid JSON", fatal=False) from None
-                if not isinstance(extra, dict):
-                    raise FrameError("event data must be a JSON object", fatal=False)
-                data.update(extra)
-            if payload_length:
-                payload = await reader.readexactly(payload_length)
-    except asyncio.IncompleteReadError:
-        return None
-    except TimeoutError:
-        raise FrameError(
-            f"event data or payload did not arrive within {body_timeout_s:g} s", fatal=True
-        ) from None
+        if in_header:
+            message = f"event header line did not end within {body_timeout_s:g} s"
+        else:
+            message = f"event data or payload did not arrive within {body_timeout_s:g} s"
+        raise FrameError(message, fatal=True) from None
     return Event(type=header["type"], data=data, payload=payload)
