@@ -37,14 +37,20 @@ def _length(header: dict[str, Any], key: str) -> int:
     return value
 
 
+def _json_object(raw: bytes, what: str) -> dict[str, Any]:
+    """``raw`` as a JSON object (an event's header line, or its separate data block)."""
+    try:
+        value = json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise FrameError(f"{what} is not valid JSON", fatal=False) from None
+    if not isinstance(value, dict):
+        raise FrameError(f"{what} must be a JSON object", fatal=False)
+    return value
+
+
 def parse_header(line: bytes, max_event_bytes: int) -> tuple[dict[str, Any], int, int]:
     """Parse one header line; return (header, data_length, payload_length)."""
-    try:
-        header = json.loads(line)
-    except (UnicodeDecodeError, ValueError):
-        raise FrameError("event header is not valid JSON", fatal=False) from None
-    if not isinstance(header, dict):
-        raise FrameError("event header must be a JSON object", fatal=False)
+    header = _json_object(line, "event header")
     event_type = header.get("type")
     if not isinstance(event_type, str) or not event_type or len(event_type) > 64:
         raise FrameError("event header needs a string 'type'", fatal=False)
@@ -59,17 +65,6 @@ def parse_header(line: bytes, max_event_bytes: int) -> tuple[dict[str, Any], int
             fatal=True,
         )
     return header, data_length, payload_length
-
-
-def _data(raw: bytes) -> dict[str, Any]:
-    """An event's separate data block: a JSON object."""
-    try:
-        extra = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise FrameError("event data is not valid JSON", fatal=False) from None
-    if not isinstance(extra, dict):
-        raise FrameError("event data must be a JSON object", fatal=False)
-    return extra
 
 
 async def read_event(
@@ -102,7 +97,7 @@ async def read_event(
             data: dict[str, Any] = dict(header.get("data") or {})
             payload: bytes | None = None
             if data_length:
-                data.update(_data(await reader.readexactly(data_length)))
+                data.update(_json_object(await reader.readexactly(data_length), "event data"))
             if payload_length:
                 payload = await reader.readexactly(payload_length)
     except asyncio.IncompleteReadError as exc:
