@@ -198,10 +198,10 @@ class SpeechSession:
             self._batch_timer.cancel()
             self._batch_timer = None
 
-    async def _classify(self, data: bytes, last: bool = False) -> None:
+    async def _classify(self, data: bytes) -> None:
         """Convert, classify and act on ``data`` (holding the session lock)."""
         self._stop_batch_timer()
-        events = await self._vad_pool.run(self._ingest, data, last)
+        events = await self._vad_pool.run(self._ingest, data, False)
         self._handle(events)
         await self._after_end()
         await self._flush()
