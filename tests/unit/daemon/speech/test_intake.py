@@ -16,7 +16,7 @@ from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.events import FinalTranscript, SpeculativeTranscript
 from daemon.speech.intake import BATCH_S, RECORDING_AHEAD_S, AudioIntake, Held
 from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
-from tests.helpers import EnergyVad, FakeAsr, chunks, silence, tone
+from tests.helpers import EnergyVad, FakeAsr, chunks, eventually, silence, tone
 
 FMT = AudioFormat(RATE, 2, 1)
 FRAME = EnergyVad.frame_samples  # 480 samples, 30 ms
@@ -167,10 +167,8 @@ async def test_a_batch_is_classified_when_the_sender_stops(make):
     for piece in chunks(audio.tobytes(), (320,)):
         await session.feed(piece)
     assert session.intake.holding  # the tail of the pause waits for a batch
-    for _ in range(100):  # the sender stops, without audio-stop: it is not kept waiting
-        await asyncio.sleep(0.01)
-        if SpeculativeTranscript in kinds:
-            break
+    # The sender stops, without audio-stop: it is not kept waiting.
+    await eventually(lambda: SpeculativeTranscript in kinds)
     assert not session.intake.holding and SpeculativeTranscript in kinds
     await session.close()
     await reader
@@ -182,10 +180,7 @@ async def test_a_batch_past_the_limit_fails_the_next_call(make):
     for piece in chunks(silence(2.45).tobytes(), (320,)):
         await session.feed(piece)  # batches up to 2.25 s: under the limit
     assert session.intake.holding
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if not session.intake.holding:
-            break
+    await eventually(lambda: not session.intake.holding)
     for later in (session.feed(b"\x00\x00" * 160), session.finish()):
         with pytest.raises(AudioTooLong, match="2.42 s limit"):
             await later

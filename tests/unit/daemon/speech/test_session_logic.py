@@ -196,10 +196,7 @@ async def test_a_partial_reaches_the_reader_without_more_audio():
     await asyncio.sleep(0.05)
     assert PartialTranscript not in reader.kinds()
     session.asr.release.set()  # the partial finishes between two chunks...
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if PartialTranscript in reader.kinds():
-            break
+    await eventually(lambda: PartialTranscript in reader.kinds())
     assert PartialTranscript in reader.kinds()  # ...and is read with no further feed
     await session.close()
     await reader.end()
@@ -404,10 +401,7 @@ def make_turn(turn: FakeTurn | None, hands_free: bool = True, live: bool = True)
 
 async def settle(reader: Reader, count: int) -> None:
     """Wait (bounded) until the reader holds ``count`` final transcripts."""
-    for _ in range(500):
-        if len(reader.finals()) >= count:
-            return
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(reader.finals()) >= count)
 
 
 async def test_a_complete_turn_ends_long_before_the_fixed_silence():
@@ -472,10 +466,7 @@ async def test_a_busy_machine_skips_the_check_and_the_fixed_silence_decides():
         await blocker
     # Idle again: the next pause is asked about.
     await feed(session, np.concatenate([tone(0.8), silence(0.3)]))
-    for _ in range(200):
-        if session.turn_checks:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: session.turn_checks > 0)
     assert session.turn_checks == 1
     await session.close()
 
@@ -493,10 +484,7 @@ async def test_push_to_talk_gets_voice_stopped_from_the_model():
     session = make_turn(FakeTurn([True]), hands_free=False)
     reader = Reader(session)
     await feed(session, np.concatenate([tone(0.8), silence(0.3)]))
-    for _ in range(200):
-        if VoiceStopped in reader.kinds():
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: VoiceStopped in reader.kinds())
     assert VoiceStopped in reader.kinds()
     final = await finish(session, reader)
     assert final.speculative  # the decode started at the first check was used

@@ -16,7 +16,7 @@ from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.session import SessionSettings, SpeechSession
 from protocols.webrtc.messages import Command
 from protocols.webrtc.session import RtcSession
-from tests.helpers import EnergyVad, FakeAsr, silence, tone
+from tests.helpers import EnergyVad, FakeAsr, eventually, silence, tone
 
 FRAME = 320  # 20 ms at 16 kHz
 
@@ -94,14 +94,6 @@ class FakeTrack:
         return frame
 
 
-async def until(condition, timeout: float = 5.0) -> None:
-    async def wait():
-        while not condition():
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(wait(), timeout)
-
-
 def setup(engines_ref: list):
     session = RtcSession("t", FakePc(), lambda: Hearth(engines_ref[0]))
     channel = FakeChannel()
@@ -121,15 +113,15 @@ async def test_hands_free_moves_to_new_engines_at_the_next_utterance_boundary():
     session, channel, track = setup(current)
     await asyncio.wait_for(session._handle(Command(type="listen")), 5)
     track.push(tone(0.5))
-    await until(lambda: track.frames.empty() and session.speech.in_utterance)
+    assert await eventually(lambda: track.frames.empty() and session.speech.in_utterance)
     current[0] = new
     session.on_engines_changed()
     track.push(np.concatenate([tone(0.3), silence(0.9)]))
-    await until(lambda: len(infers(channel)) == 1)
+    assert await eventually(lambda: len(infers(channel)) == 1)
     # The utterance under way was finished by the engines it started with.
     assert len(old.asr["fake"].calls) == 1 and new.asr["fake"].calls == []
     track.push(np.concatenate([silence(0.2), tone(0.5), silence(0.9)]))
-    await until(lambda: len(infers(channel)) == 2)
+    assert await eventually(lambda: len(infers(channel)) == 2)
     assert len(new.sessions) == 1 and session.speech is new.sessions[0]
     assert len(new.asr["fake"].calls) == 1 and len(old.asr["fake"].calls) == 1
     track.frames.put_nowait(None)
@@ -146,15 +138,15 @@ async def test_an_unexpected_intake_failure_is_reported_and_listening_can_restar
 
     session.speech.feed = broken
     track.push(tone(0.1))
-    await until(lambda: any(m["type"] == "error" for m in channel.sent))
+    assert await eventually(lambda: any(m["type"] == "error" for m in channel.sent))
     error = next(m for m in channel.sent if m["type"] == "error")
     assert error["obj"]["code"] == "internal-error"
-    await until(lambda: {"type": "state", "obj": {"mode": "idle"}} in channel.sent)
+    assert await eventually(lambda: {"type": "state", "obj": {"mode": "idle"}} in channel.sent)
     assert session.speech is None and session.mode == "idle"
     # The intake task lives on: a new 'listen' hears the next utterance.
     await asyncio.wait_for(session._handle(Command(type="listen")), 5)
     track.push(np.concatenate([tone(0.5), silence(0.9)]))
-    await until(lambda: len(infers(channel)) == 1)
+    assert await eventually(lambda: len(infers(channel)) == 1)
     track.frames.put_nowait(None)
     await asyncio.wait_for(session.close(), 5)
 
@@ -168,10 +160,10 @@ async def test_only_an_utterance_under_way_holds_a_hands_free_session_busy():
     await asyncio.wait_for(session._handle(Command(type="listen")), 5)
     assert session.speech is not None and not session.busy
     track.push(tone(0.5))
-    await until(lambda: session.busy)
+    assert await eventually(lambda: session.busy)
     track.push(silence(0.9))
-    await until(lambda: len(infers(channel)) == 1)
-    await until(lambda: not session.busy)
+    assert await eventually(lambda: len(infers(channel)) == 1)
+    assert await eventually(lambda: not session.busy)
     await asyncio.wait_for(session._handle(Command(type="start")), 5)
     assert session.busy  # push-to-talk: held from start to the transcript
     track.frames.put_nowait(None)
