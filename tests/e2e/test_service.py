@@ -24,7 +24,7 @@ from wyoming.ping import Ping
 
 from daemon.engines.models import package_dir
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, wav
+from tests.helpers import assert_heard, eventually, wav
 from tests.notify_listener import NotifyListener
 
 pytestmark = pytest.mark.e2e
@@ -197,10 +197,9 @@ async def test_an_idle_realtime_session_does_not_hold_a_reload_back(daemon):
             config + f"voices:\n  dir: {voices}\ntts:\n  default_voice: porch-joe\n"
         )
         daemon.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 60
-        while daemon.log.count("Previous engines retired") == retired:
-            assert time.monotonic() < deadline, f"the old engines were kept:\n{daemon.log}"
-            await asyncio.sleep(0.1)
+        assert await eventually(
+            lambda: daemon.log.count("Previous engines retired") > retired, 60
+        ), f"the old engines were kept:\n{daemon.log}"
         assert "still running after" not in daemon.log
         await conn.session.update(session={"type": "realtime", "instructions": "Be brief."})
         while (event := await asyncio.wait_for(conn.recv(), 30)).type != "session.updated":
