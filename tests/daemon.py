@@ -6,7 +6,9 @@ interface: tests never advertise on the LAN.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -126,6 +128,19 @@ class Daemon:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"{path} never answered {status}:\n{self.stop()}")
+
+    async def no_sessions_left(self, protocol: str, timeout: float = 30.0) -> None:
+        """Wait (bounded) until the daemon holds no ``protocol`` session: it has noticed
+        every peer that earlier tests closed, so their slots count toward no cap."""
+        gauge = re.compile(rf'^hearth_active_sessions\{{protocol="{protocol}"\}} (\S+)$', re.M)
+        async with httpx.AsyncClient(timeout=10) as http:
+            deadline = time.monotonic() + timeout
+            while True:
+                found = gauge.search((await http.get(f"{self.url}/metrics")).text)
+                if found is None or float(found[1]) == 0:
+                    return
+                assert time.monotonic() < deadline, f"closed {protocol} sessions never released"
+                await asyncio.sleep(0.1)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> str:
         """Stop the process; return everything it logged."""

@@ -113,6 +113,8 @@ class WyomingConnection:
         self._transcribe = Transcribe()
         self._tts: _TtsStream | None = None
         self._handling = False
+        self.closing = False
+        """Ending: after an error it only drops what the client still sends."""
         self._wake = WyomingWake(hearth, self.write, self.id)
 
     @property
@@ -211,6 +213,7 @@ class WyomingConnection:
         what it still sends is dropped for a moment so the error is not lost to a
         TCP reset.
         """
+        self.closing = True
         try:
             await self._drop_asr()
             await self._drop_tts()

@@ -3,9 +3,9 @@
 A connection that sends nothing for ``wyoming.idle_timeout_s`` between requests is
 closed (a satellite's long connection streams audio or pings; Home Assistant opens
 one per request). When a connection arrives at ``wyoming.max_connections``, the
-connection idle the longest between requests makes room for it, so silent
-connections cannot lock Home Assistant out; only when every connection is in a
-request is the new one refused with ``busy``.
+connection idle the longest between requests makes room for it (one still ending
+after an error goes first), so silent connections cannot lock Home Assistant out;
+only when every connection is in a request is the new one refused with ``busy``.
 
 It starts once the engines are warm. A reload applies the connection limits at once;
 a stop lets each request in flight finish within the grace period, and closes idle
@@ -164,14 +164,19 @@ class WyomingServer:
         _LOGGER.info("Wyoming listening on %s", self.uri)
 
     def _idle_connections(self) -> list[tuple[float, asyncio.Task[None]]]:
-        """(seconds idle, task) of every connection between requests, longest idle first."""
+        """(seconds idle, task) of every connection between requests, longest idle first.
+
+        A connection ending after an error (it only drops what its client still
+        sends) comes before all of them: it serves nobody, however recently bytes came.
+        """
         now = time.monotonic()
         idle = [
-            (idle_for(connection, now), task)
+            (connection.closing, idle_for(connection, now), task)
             for task, connection in self._tasks.items()
             if not connection.busy and not task.done() and not task.cancelling()
         ]
-        return sorted(idle, key=lambda pair: pair[0], reverse=True)
+        idle.sort(key=lambda entry: entry[:2], reverse=True)
+        return [(seconds, task) for _, seconds, task in idle]
 
     async def _close_idle(self) -> None:
         """Close connections that sent nothing for ``idle_timeout_s`` between requests."""
@@ -179,7 +184,7 @@ class WyomingServer:
             await asyncio.sleep(min(IDLE_CHECK_S, self.idle_timeout_s / 2))
             for seconds, task in self._idle_connections():
                 if seconds < self.idle_timeout_s:
-                    break
+                    continue
                 _LOGGER.info(
                     "Wyoming connection %s sent nothing for %.0f s (wyoming.idle_timeout_s); "
                     "closing",

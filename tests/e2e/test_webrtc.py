@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import httpx
 import numpy as np
@@ -275,21 +274,8 @@ async def test_bad_offers_are_refused_and_the_daemon_serves_on(daemon, kitchen):
         await client.close()
 
 
-async def no_sessions_left(daemon: Daemon, timeout: float = 30.0) -> None:
-    """Wait (bounded) until the daemon has noticed every closed peer."""
-    gauge = re.compile(r'^hearth_active_sessions\{protocol="webrtc"\} (\S+)$', re.M)
-    async with httpx.AsyncClient(timeout=10) as http:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = gauge.search((await http.get(f"{daemon.url}/metrics")).text)
-            if found is None or float(found[1]) == 0:
-                return
-            assert time.monotonic() < deadline, "closed WebRTC sessions were never released"
-            await asyncio.sleep(0.1)
-
-
 async def test_sessions_over_the_cap_are_refused(daemon):
-    await no_sessions_left(daemon)  # the tests before this one closed theirs
+    await daemon.no_sessions_left("webrtc")  # the tests before this one closed theirs
     clients = [await connected(daemon) for _ in range(4)]
     try:
         with pytest.raises(httpx.HTTPStatusError) as refused:
@@ -299,7 +285,7 @@ async def test_sessions_over_the_cap_are_refused(daemon):
     finally:
         for client in clients:
             await client.close()
-    await no_sessions_left(daemon)  # closing peers are noticed
+    await daemon.no_sessions_left("webrtc")  # closing peers are noticed
     client = await connected(daemon)
     await client.close()
 

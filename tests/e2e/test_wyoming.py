@@ -498,11 +498,15 @@ async def test_a_recording_sent_at_once_and_read_after_still_ends_in_the_error(d
 
 
 async def test_more_connections_than_the_cap_are_refused(daemon):
-    opened = [await raw(daemon) for _ in range(MAX_CONNECTIONS)]
+    await daemon.no_sessions_left("wyoming")  # the tests before this one closed theirs
+    opened: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     try:
         # Every slot is taken by a request under way (an idle connection would be
-        # closed to make room instead): each has answered a ping, then started audio.
-        for reader, writer in opened:
+        # closed to make room instead): each answers a ping, then starts audio, before
+        # the next one opens.
+        for _ in range(MAX_CONNECTIONS):
+            reader, writer = await raw(daemon)
+            opened.append((reader, writer))
             writer.write(b'{"type": "ping"}\n')
             await writer.drain()
             assert (await next_event(reader))["type"] == "pong"

@@ -11,6 +11,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
+from protocols.wyoming import handler
 from protocols.wyoming.server import WyomingServer
 from tests.fakes import FakeEngines, fake_config, fake_engines
 
@@ -77,3 +78,37 @@ async def test_silent_connections_are_closed_after_the_idle_timeout(
                 await asyncio.sleep(IDLE_S / 2)
             assert await reader.read() == b""  # the silent one is gone
         writer.close()
+
+
+async def test_a_connection_ending_after_an_error_makes_room_before_a_silent_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an error the server drops what the client still sends for a while; such a
+    connection serves nobody, so it gives up its slot before one that is only quiet
+    (a satellite between wake words), however recently its bytes came."""
+    monkeypatch.setattr(handler, "LINGER_S", 60.0)
+    fakes: FakeEngines = fake_engines(fake_config(tmp_path))
+    server = WyomingServer("tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0)
+    async with asyncio.timeout(TIMEOUT_S):
+        await server.start()
+        try:
+            held = [await silent(server) for _ in range(CAP - 1)]
+            reader, writer = await silent(server)
+            writer.write(b"this is not json\n")
+            # The error, then EOF: the server's side is closed and it lingers.
+            assert b"invalid-event" in await reader.read()
+            assert server.connections == CAP
+
+            info = await describe(server)
+            assert info is not None and info.asr, "the describe was refused"
+            # The oldest silent connection is still served.
+            oldest = AsyncTcpClient("127.0.0.1", server.port)
+            oldest._reader, oldest._writer = held[0]
+            await oldest.write_event(Ping(text="still here").event())
+            pong = await oldest.read_event()
+            assert pong is not None and Pong.is_type(pong.type), pong
+            for _, w in [*held, (reader, writer)]:
+                w.close()
+        finally:
+            await server.stop(grace_s=1.0)
+            fakes.close()
