@@ -101,6 +101,7 @@ class CallClient(RtcClient):
 
 @pytest.fixture
 async def call(daemon: Daemon) -> Any:
+    await daemon.no_sessions_left("webrtc")  # the calls before this one hung up
     client = await CallClient(daemon.url).connect()
     try:
         yield client
@@ -170,6 +171,7 @@ async def test_barge_in_clears_the_track(call, speak):
 
 
 async def test_the_call_ends_when_the_client_hangs_up(daemon):
+    await daemon.no_sessions_left("webrtc")
     client = await CallClient(daemon.url).connect()
     await client.until("session.created")
     call_id = client.location.rsplit("/", 1)[-1]
