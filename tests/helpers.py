@@ -96,6 +96,15 @@ def assert_heard(
     )
 
 
+def heard_as(heard: str, spoken: str, *keys: str) -> bool:
+    """:func:`assert_heard` as a yes or no, for picking one transcript of several."""
+    try:
+        assert_heard(heard, spoken, *keys)
+    except AssertionError:
+        return False
+    return True
+
+
 def sounds_like(heard: str, said: str, at_least: float = 0.85) -> bool:
     """Whisper heard ``said`` in speech the daemon synthesized.
 

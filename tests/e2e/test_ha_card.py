@@ -59,6 +59,19 @@ def open_card(driver: Any, dashboard: Dashboard, daemon: Daemon, **config: Any) 
     load_card(driver, dashboard.page(config={"url": daemon.https_url, "api_key": KEY} | config))
 
 
+def answer_ended(driver: Any, quiet_s: float = 1.5, timeout: float = 60) -> None:
+    """Wait until the page has heard no loud reply audio for ``quiet_s`` (the answer's
+    pauses between words and sentences are shorter)."""
+    deadline = time.monotonic() + timeout
+    frames, since = -1, time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, "the spoken answer never ended"
+        now = driver.execute_script("return received.frames")
+        if now != frames:
+            frames, since = now, time.monotonic()
+        time.sleep(0.1)
+
+
 def sessions_opened(daemon: Daemon) -> int:
     return daemon.log.count(" opened (")
 
@@ -77,7 +90,7 @@ def test_push_to_talk_goes_to_the_assist_pipeline_and_the_answer_is_spoken(
     assert reply == ANSWER
     # Samples of the spoken answer reach the page's WebAudio graph.
     wait_for(driver, "return received.frames > 10", timeout=30)
-    time.sleep(2.5)  # the rest of the answer
+    answer_ended(driver)
     recording = base64.b64decode(
         driver.execute_async_script(
             "const done = arguments[arguments.length - 1]; takeRecording().then(done);"

@@ -14,7 +14,7 @@ from wyoming.info import Describe, Info
 from wyoming.wake import Detect, Detection, NotDetected
 
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, silence
+from tests.helpers import assert_heard, eventually, silence
 from tests.webrtc_client import RtcClient
 
 pytestmark = pytest.mark.e2e
@@ -131,7 +131,11 @@ async def test_custom_model_file_that_is_not_a_model(daemon):
         error = await next_event(c)
     assert error.data["code"] == "unknown-model"
     assert "not a TFLite model" in error.data["text"]
-    assert "hey_toaster" in daemon.log and "refused" in daemon.log
+
+    def logged() -> bool:
+        return any("hey_toaster" in line and "refused" in line for line in daemon.log.splitlines())
+
+    assert await eventually(logged, 30), daemon.log[-2000:]
 
 
 async def test_custom_model_appears_without_restart(daemon, speak):

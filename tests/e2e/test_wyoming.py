@@ -28,7 +28,7 @@ from wyoming.tts import (
 from daemon.engines.models import package_dir
 from protocols.wyoming.server import WyomingServer
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, noise, silence, sounds_like
+from tests.helpers import assert_heard, noise, silence, sounds_like, word_error_rate, words
 
 pytestmark = pytest.mark.e2e
 
@@ -211,7 +211,13 @@ async def test_streaming_partials_arrive_while_audio_is_still_arriving(daemon, s
     final = received[-2][1].data["text"]
     joined = "".join(e.data["text"] for _, e in received if e.type == "transcript-chunk")
     assert_heard(final, LONG, "kitchen", "living")
-    assert joined == final  # chunks are append-only: they join into the transcript
+    if joined != final:
+        # The final decode changed a word the partials had agreed on: the chunks stop
+        # there and the transcript event corrects. Had the chunks been a prefix of the
+        # final, its rest would have been sent.
+        assert not final.startswith(joined), (joined, final)
+        prefix = " ".join(words(final)[: len(words(joined))])
+        assert word_error_rate(prefix, joined) <= 0.35, (joined, final)
 
 
 async def test_silence_gives_an_empty_transcript(daemon):

@@ -165,9 +165,10 @@ async def test_a_2026_client_gets_the_transcript_before_it_stops_sending(daemon,
     assert answer.text is not None, [e.type for e in answer.events]
     assert answer.stopped_early, "the transcript came only after the client's audio-stop"
     assert_heard(answer.text, KITCHEN, "kitchen")
-    # Hearth decided within the longest pause of the end of speech, at the latest.
+    # Hearth decided within the longest pause of the end of speech, at the latest (with
+    # room for a loaded machine's lag, well short of the 6 s the client sends).
     decided = answer.at("voice-stopped") - speech_end_s
-    assert decided < MAX_PAUSE_S + 1.0, decided
+    assert decided < MAX_PAUSE_S + 2.5, decided
     assert "error" not in [e.type for e in answer.events]
 
 
@@ -204,11 +205,12 @@ async def test_a_2024_client_still_gets_it_after_its_own_audio_stop(daemon, kitc
     ids=["silence", "white-noise"],
 )
 async def test_nobody_speaking_ends_with_an_empty_transcript(daemon, quiet):
-    answer = await ha_2026(daemon, quiet(NO_SPEECH_S + 3.0).tobytes())
+    answer = await ha_2026(daemon, quiet(NO_SPEECH_S + 5.0).tobytes())
     assert answer.text == "", [e.type for e in answer.events]
     assert answer.stopped_early
-    # No decode to wait for: the transcript is the decision itself.
-    assert answer.at_s is not None and NO_SPEECH_S - 0.2 < answer.at_s < NO_SPEECH_S + 2.0
+    # No decode to wait for: the transcript is the decision itself (a loaded machine's
+    # lag allowed, well short of the end of the audio).
+    assert answer.at_s is not None and NO_SPEECH_S - 0.2 < answer.at_s < NO_SPEECH_S + 3.0
     assert "voice-started" not in [e.type for e in answer.events]
 
 
@@ -221,15 +223,16 @@ async def test_a_turn_the_model_never_calls_finished_ends_at_the_longest_pause(
     patient, kitchen, pause
 ):
     speech_end_s = 0.3 + kitchen.size / RATE
-    pcm = np.concatenate([silence(0.3), kitchen, pause(4.0)]).tobytes()
+    pcm = np.concatenate([silence(0.3), kitchen, pause(5.0)]).tobytes()
     answer = await ha_2026(patient, pcm)
     assert answer.text is not None, [e.type for e in answer.events]
     assert_heard(answer.text, KITCHEN, "kitchen")
     waited = answer.at("voice-stopped") - speech_end_s
     # Asked at 0.2 s of silence, the model said "not finished"; the fixed trailing
     # silence (0.7 s) does not end a turn the model was asked about: the longest
-    # pause does (Piper's own trailing silence makes the wait look a little shorter).
-    assert PATIENT_PAUSE_S - 0.35 < waited < PATIENT_PAUSE_S + 1.0, waited
+    # pause does (Piper's own trailing silence makes the wait look a little shorter; a
+    # loaded machine's lag makes it look longer, short of the 5 s the client sends).
+    assert PATIENT_PAUSE_S - 0.35 < waited < PATIENT_PAUSE_S + 2.5, waited
 
 
 def babble(speak: Callable[[str], np.ndarray], seconds: float) -> np.ndarray:
@@ -256,4 +259,4 @@ async def test_a_television_that_never_pauses_ends_at_the_longest_utterance(daem
     # Not at a pause (there is none), but when the longest utterance was reached (the
     # transcript follows once the decode is done: seconds on a loaded machine).
     decided = answer.at("voice-stopped")
-    assert 0.3 + MAX_UTTERANCE_S - 0.1 < decided < 0.3 + MAX_UTTERANCE_S + 1.5, decided
+    assert 0.3 + MAX_UTTERANCE_S - 0.1 < decided < 0.3 + MAX_UTTERANCE_S + 3.0, decided

@@ -211,7 +211,7 @@ def read(run) -> asyncio.Task:
 
 
 async def test_reply_starts_speculatively_and_is_used(tmp_path):
-    from tests.helpers import silence, tone
+    from tests.helpers import eventually, silence, tone
 
     llm = FakeLlm(["Done. The lights", " are on."], delay=0.01)
     pipeline, chat = build(llm, tmp_path)
@@ -219,10 +219,8 @@ async def test_reply_starts_speculatively_and_is_used(tmp_path):
     run = pipeline.start(session=session, conversation_id="k")
     reader = read(run)
     await feed(session, tone(1.0), silence(0.3))
-    for _ in range(100):  # the speculative reply runs while the client still sends silence
-        await asyncio.sleep(0.01)
-        if len(llm.prompts) == 1:
-            break
+    # The speculative reply runs while the client still sends silence.
+    await eventually(lambda: len(llm.prompts) >= 1)
     assert len(llm.prompts) == 1, "the reply should start before the audio ends"
     await feed(session, silence(0.5))
     await asyncio.wait_for(session.finish(), 5)
@@ -236,7 +234,7 @@ async def test_reply_starts_speculatively_and_is_used(tmp_path):
 
 
 async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
-    from tests.helpers import silence, tone
+    from tests.helpers import eventually, silence, tone
 
     llm = FakeLlm(["Ok", " then", "."], delay=0.05)
     pipeline, chat = build(llm, tmp_path)
@@ -244,10 +242,7 @@ async def test_speech_resuming_cancels_the_speculative_reply(tmp_path):
     run = pipeline.start(session=session, conversation_id="k")
     reader = read(run)
     await feed(session, tone(0.6), silence(0.35))
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if llm.prompts:
-            break
+    assert await eventually(lambda: bool(llm.prompts)), "no speculative reply"
     first_text = llm.prompts[0][-1].content
     await feed(session, tone(0.6), silence(0.8))
     await asyncio.wait_for(session.finish(), 5)

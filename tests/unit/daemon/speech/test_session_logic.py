@@ -210,8 +210,9 @@ async def test_the_stream_is_bounded_and_a_slow_reader_holds_feeding_back():
     session._events = EventStream(2)  # a small bound, so a few utterances fill it
     utterance = np.concatenate([tone(0.3), silence(0.8)])
     blocked = asyncio.ensure_future(feed(session, np.concatenate([utterance] * 4)))
-    await asyncio.sleep(0.3)
-    assert not blocked.done() and len(session._events) == 2  # waits for the reader
+    assert await eventually(lambda: len(session._events) == 2)
+    await asyncio.sleep(0.3)  # and stays there: the feed waits for the reader
+    assert not blocked.done() and len(session._events) == 2
     reader = Reader(session)
     await asyncio.wait_for(blocked, 5)
     await session.close()

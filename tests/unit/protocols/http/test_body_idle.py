@@ -34,16 +34,23 @@ PCM = (
 REQUEST_TIMEOUT_S = 120.0
 """The default ``limits.request_timeout_s``."""
 
-Serve = Callable[[float], contextlib.AbstractAsyncContextManager[int]]
+PATIENT_IDLE_S = 3.0
+"""The idle limit of tests where idling must never end the body: far above any stall of
+the shared test loop, and above the 1 s request deadline those tests wait for."""
+
+Serve = Callable[..., contextlib.AbstractAsyncContextManager[int]]
 
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Serve:
-    """Serve the app with ``http.body_idle_timeout_s`` of ``IDLE_S`` and a request deadline."""
+    """Serve the app with ``http.body_idle_timeout_s`` (``IDLE_S`` unless given) and a
+    request deadline."""
 
     @contextlib.asynccontextmanager
-    async def serving(request_timeout_s: float = REQUEST_TIMEOUT_S) -> AsyncIterator[int]:
-        config = fake_config(tmp_path, f"http:\n  body_idle_timeout_s: {IDLE_S}\n")
+    async def serving(
+        request_timeout_s: float = REQUEST_TIMEOUT_S, idle_s: float = IDLE_S
+    ) -> AsyncIterator[int]:
+        config = fake_config(tmp_path, f"http:\n  body_idle_timeout_s: {idle_s}\n")
         limits = dataclasses.replace(config.limits, request_timeout_s=request_timeout_s)
         config = dataclasses.replace(config, limits=limits)
         fakes = fake_engines(config)
@@ -135,7 +142,7 @@ async def test_a_stalled_json_body_is_408_in_openai_form(serve: Serve) -> None:
 
 async def test_a_json_body_that_trickles_ends_at_the_request_deadline(serve: Serve) -> None:
     # FastAPI reads a JSON body before the route (and its own deadline) starts.
-    async with serve(1.0) as port:
+    async with serve(1.0, idle_s=PATIENT_IDLE_S) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
             (
@@ -147,7 +154,7 @@ async def test_a_json_body_that_trickles_ends_at_the_request_deadline(serve: Ser
         async def trickle() -> None:
             while True:  # a byte well within the idle time: only the deadline ends it
                 writer.write(b" ")
-                await asyncio.sleep(IDLE_S / 4)
+                await asyncio.sleep(0.1)
 
         dripping = asyncio.create_task(trickle())
         try:
@@ -191,15 +198,15 @@ async def test_every_route_that_reads_a_body_ends_a_stalled_one(
 
 async def test_a_body_that_keeps_arriving_is_not_cut_off(serve: Serve) -> None:
     pcm = utterance().astype("<i2").tobytes()
-    # One every IDLE_S / 5 (a stall of the shared loop can delay a write by most of
-    # IDLE_S): the whole upload takes four times IDLE_S.
-    pieces = 20
+    # A piece every 0.1 s for 4 s: longer than the idle limit in all, a thirtieth of it
+    # between pieces (a stall of the shared loop cannot stretch that to the limit).
+    pieces = 40
     step = -(-len(pcm) // pieces)
-    async with serve() as port:
+    async with serve(idle_s=PATIENT_IDLE_S) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(willow_head(port))
         for i in range(0, len(pcm), step):
-            await asyncio.sleep(IDLE_S / 5)
+            await asyncio.sleep(0.1)
             writer.write(chunk(pcm[i : i + step]))
         writer.write(b"0\r\n\r\n")
         async with asyncio.timeout(TIMEOUT_S):
@@ -212,14 +219,14 @@ async def test_a_body_that_keeps_arriving_is_not_cut_off(serve: Serve) -> None:
 
 
 async def test_the_request_deadline_still_ends_a_trickling_body(serve: Serve) -> None:
-    async with serve(1.0) as port:
+    async with serve(1.0, idle_s=PATIENT_IDLE_S) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(willow_head(port))
 
         async def trickle() -> None:
-            while True:  # silence, never idle for IDLE_S: only the deadline ends it
+            while True:  # silence, never idle long: only the deadline ends it
                 writer.write(chunk(b"\x00\x00"))
-                await asyncio.sleep(IDLE_S / 4)
+                await asyncio.sleep(0.1)
 
         dripping = asyncio.create_task(trickle())
         try:

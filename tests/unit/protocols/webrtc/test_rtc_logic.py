@@ -1,6 +1,7 @@
 """WebRTC adapter logic without a network: messages, RTCP pacing, the reply track."""
 
 import asyncio
+import time
 
 import av
 import numpy as np
@@ -79,10 +80,12 @@ async def test_reply_packets_timestamps_jump_over_a_pause_by_the_time_that_passe
     first = [await track.recv() for _ in range(5)]
     assert all(isinstance(p, av.Packet) and p.time_base == TIME_BASE for p in first)
     assert [p.pts for p in first] == [i * FRAME_SAMPLES for i in range(5)]
+    paused = time.monotonic()
     await asyncio.sleep(0.5)
     track.play(np.zeros(16000 // 10, np.int16).tobytes(), 16000)
     track.flush()
     after = [await track.recv() for _ in range(2)]
+    passed = time.monotonic() - paused  # a loaded loop oversleeps
     gap = (after[0].pts - first[-1].pts) / RATE
-    assert 0.45 <= gap <= 0.7, gap
+    assert 0.45 <= gap <= passed + 0.2, (gap, passed)
     assert after[1].pts - after[0].pts == FRAME_SAMPLES

@@ -71,11 +71,11 @@ async def test_silent_connections_are_closed_after_the_idle_timeout(
     async with asyncio.timeout(TIMEOUT_S):
         reader, writer = await silent(server)
         async with AsyncTcpClient("127.0.0.1", server.port) as pinging:
-            for _ in range(8):  # alive across several idle timeouts while it pings
+            for _ in range(16):  # alive across several idle timeouts while it pings
                 await pinging.write_event(Ping(text="hi").event())
                 pong = await pinging.read_event()
                 assert pong is not None and Pong.is_type(pong.type)
-                await asyncio.sleep(IDLE_S / 2)
+                await asyncio.sleep(IDLE_S / 4)
             assert await reader.read() == b""  # the silent one is gone
         writer.close()
 
