@@ -114,7 +114,8 @@ class WyomingConnection:
         self._tts: _TtsStream | None = None
         self._handling = False
         self.closing = False
-        """Ending: after an error it only drops what the client still sends."""
+        """Ending: it serves no more requests (after an error it only drops what the
+        client still sends, for up to LINGER_S)."""
         self._wake = WyomingWake(hearth, self.write, self.id)
 
     @property
