@@ -164,19 +164,14 @@ class WyomingServer:
         _LOGGER.info("Wyoming listening on %s", self.uri)
 
     def _idle_connections(self) -> list[tuple[float, asyncio.Task[None]]]:
-        """(seconds idle, task) of every connection between requests, longest idle first.
-
-        A connection ending after an error (it only drops what its client still
-        sends) comes before all of them: it serves nobody, however recently bytes came.
-        """
+        """(seconds idle, task) of every connection between requests, longest idle first."""
         now = time.monotonic()
         idle = [
-            (connection.closing, idle_for(connection, now), task)
+            (idle_for(connection, now), task)
             for task, connection in self._tasks.items()
             if not connection.busy and not task.done() and not task.cancelling()
         ]
-        idle.sort(key=lambda entry: entry[:2], reverse=True)
-        return [(seconds, task) for _, seconds, task in idle]
+        return sorted(idle, key=lambda pair: pair[0], reverse=True)
 
     async def _close_idle(self) -> None:
         """Close connections that sent nothing for ``idle_timeout_s`` between requests."""
@@ -184,7 +179,7 @@ class WyomingServer:
             await asyncio.sleep(min(IDLE_CHECK_S, self.idle_timeout_s / 2))
             for seconds, task in self._idle_connections():
                 if seconds < self.idle_timeout_s:
-                    continue
+                    break
                 _LOGGER.info(
                     "Wyoming connection %s sent nothing for %.0f s (wyoming.idle_timeout_s); "
                     "closing",
@@ -194,11 +189,15 @@ class WyomingServer:
                 task.cancel()
 
     def _make_room(self) -> bool:
-        """At the cap: close the connection idle the longest; False when all are busy."""
+        """At the cap: close the connection idle the longest; False when all are busy.
+
+        One ending after an error (it only drops what its client still sends) goes
+        first: it serves nobody, however recently its bytes came.
+        """
         idle = self._idle_connections()
         if not idle:
             return False
-        seconds, task = idle[0]
+        seconds, task = next(((s, t) for s, t in idle if self._tasks[t].closing), idle[0])
         _LOGGER.info(
             "Wyoming connection %s closed to make room (idle %.1f s, %d open)",
             self._tasks[task].id,
