@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,18 +21,27 @@ CAP = 4
 IDLE_S = 1.0
 
 
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[WyomingServer]:
+@contextlib.asynccontextmanager
+async def serving(tmp_path: Path, idle_timeout_s: float) -> AsyncIterator[WyomingServer]:
+    """A Wyoming server over fake engines, with CAP connections at most."""
     fakes: FakeEngines = fake_engines(fake_config(tmp_path))
     server = WyomingServer(
-        "tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0, idle_timeout_s=IDLE_S
+        "tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0, idle_timeout_s=idle_timeout_s
     )
     async with asyncio.timeout(TIMEOUT_S):
         await server.start()
-    yield server
-    async with asyncio.timeout(TIMEOUT_S):
-        await server.stop(grace_s=1.0)
-    fakes.close()
+    try:
+        yield server
+    finally:
+        async with asyncio.timeout(TIMEOUT_S):
+            await server.stop(grace_s=1.0)
+        fakes.close()
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[WyomingServer]:
+    async with serving(tmp_path, IDLE_S) as server:
+        yield server
 
 
 async def silent(server: WyomingServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -87,28 +97,19 @@ async def test_a_connection_ending_after_an_error_makes_room_before_a_silent_one
     connection serves nobody, so it gives up its slot before one that is only quiet
     (a satellite between wake words), however recently its bytes came."""
     monkeypatch.setattr(handler, "LINGER_S", 60.0)
-    fakes: FakeEngines = fake_engines(fake_config(tmp_path))
-    server = WyomingServer("tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0)
-    async with asyncio.timeout(TIMEOUT_S):
-        await server.start()
-        try:
-            held = [await silent(server) for _ in range(CAP - 1)]
-            reader, writer = await silent(server)
-            writer.write(b"this is not json\n")
-            # The error, then EOF: the server's side is closed and it lingers.
-            assert b"invalid-event" in await reader.read()
-            assert server.connections == CAP
+    async with serving(tmp_path, 300.0) as server, asyncio.timeout(TIMEOUT_S):
+        held = [await silent(server) for _ in range(CAP - 1)]
+        reader, writer = await silent(server)
+        writer.write(b"this is not json\n")
+        # The error, then EOF: the server's side is closed and it lingers.
+        assert b"invalid-event" in await reader.read()
+        assert server.connections == CAP
 
-            info = await describe(server)
-            assert info is not None and info.asr, "the describe was refused"
-            # The oldest silent connection is still served.
-            oldest = AsyncTcpClient("127.0.0.1", server.port)
-            oldest._reader, oldest._writer = held[0]
-            await oldest.write_event(Ping(text="still here").event())
-            pong = await oldest.read_event()
-            assert pong is not None and Pong.is_type(pong.type), pong
-            for _, w in [*held, (reader, writer)]:
-                w.close()
-        finally:
-            await server.stop(grace_s=1.0)
-            fakes.close()
+        info = await describe(server)
+        assert info is not None and info.asr, "the describe was refused"
+        # The oldest silent connection is still served.
+        oldest_reader, oldest_writer = held[0]
+        oldest_writer.write(b'{"type": "ping"}\n')
+        assert b'"pong"' in await oldest_reader.readline()
+        for _, w in [*held, (reader, writer)]:
+            w.close()
