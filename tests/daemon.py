@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -22,13 +22,6 @@ import httpx
 from tests.helpers import free_port
 
 SYSTEMD_VARIABLES = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
-
-
-def sessions_in(metrics: str, protocol: str) -> float:
-    """``hearth_active_sessions`` of ``protocol`` in a /metrics answer (0 when absent)."""
-    gauge = re.compile(rf'^hearth_active_sessions\{{protocol="{protocol}"\}} (\S+)$', re.M)
-    found = gauge.search(metrics)
-    return 0.0 if found is None else float(found[1])
 
 
 class Daemon:
@@ -136,24 +129,26 @@ class Daemon:
             time.sleep(0.1)
         raise AssertionError(f"{path} never answered {status}:\n{self.stop()}")
 
+    def sessions(self, protocol: str) -> float:
+        """``hearth_active_sessions`` of ``protocol`` now (for HTTP: requests in flight)."""
+        metrics = httpx.get(f"{self.url}/metrics", timeout=10).text
+        gauge = re.compile(rf'^hearth_active_sessions\{{protocol="{protocol}"\}} (\S+)$', re.M)
+        found = gauge.search(metrics)
+        return 0.0 if found is None else float(found[1])
+
+    def wait_for_sessions(
+        self, protocol: str, enough: Callable[[float], bool], timeout: float = 30.0
+    ) -> None:
+        """Wait (bounded) until the ``protocol`` session count is ``enough``."""
+        deadline = time.monotonic() + timeout
+        while not enough(count := self.sessions(protocol)):
+            assert time.monotonic() < deadline, f"{count:g} {protocol} sessions after {timeout} s"
+            time.sleep(0.05)
+
     async def no_sessions_left(self, protocol: str, timeout: float = 30.0) -> None:
         """Wait (bounded) until the daemon holds no ``protocol`` session: it has noticed
         every peer that earlier tests closed, so their slots count toward no cap."""
-        async with httpx.AsyncClient(timeout=10) as http:
-            deadline = time.monotonic() + timeout
-            while True:
-                if sessions_in((await http.get(f"{self.url}/metrics")).text, protocol) == 0:
-                    return
-                assert time.monotonic() < deadline, f"closed {protocol} sessions never released"
-                await asyncio.sleep(0.1)
-
-    def wait_for_sessions(self, protocol: str, count: int, timeout: float = 30.0) -> None:
-        """Wait (bounded) until the daemon holds ``count`` ``protocol`` sessions or more
-        (for HTTP: requests in flight)."""
-        deadline = time.monotonic() + timeout
-        while sessions_in(httpx.get(f"{self.url}/metrics", timeout=10).text, protocol) < count:
-            assert time.monotonic() < deadline, f"never {count} {protocol} sessions"
-            time.sleep(0.05)
+        await asyncio.to_thread(self.wait_for_sessions, protocol, lambda n: n == 0, timeout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> str:
         """Stop the process; return everything it logged."""

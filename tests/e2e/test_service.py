@@ -286,7 +286,8 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path, kitchen):
         daemon = Daemon(tmp_path, env={"NOTIFY_SOCKET": notify.address}).start()
         upload = SlowUpload(f"{daemon.url}/api/asr", wav(kitchen))
         assert upload.half_sent.wait(10)
-        daemon.wait_for_sessions("willow", 1)  # the daemon has the request's first half
+        # The daemon has the request's first half: it is in flight.
+        daemon.wait_for_sessions("willow", lambda n: n >= 1)
         text = asyncio.run(_slow_transcription(daemon, kitchen.tobytes(), upload))
         upload.thread.join(30)
         daemon.proc.wait(timeout=30)  # it exits by itself once both requests are done
