@@ -32,6 +32,10 @@ RECORDING_AHEAD_S = 2.0
 """Audio this far ahead of the clock is a recording sent at once, or a backlog, not a
 live speaker (a network hiccup's burst is well under it): it is classified in batches,
 and the turn model is not asked about it."""
+RECORDING_SHARE = 0.5
+"""A stream also counts as a recording while more than this share of the audio it sent
+over :data:`CLOCK_WINDOW_S` came ahead of the clock (sent at more than twice real time):
+a short file sent at once is never :data:`RECORDING_AHEAD_S` long."""
 BATCH_S = 0.25
 """Audio held before classifying it, when it runs ahead of the clock (seconds)."""
 CLOCK_WINDOW_S = 30.0
@@ -105,6 +109,22 @@ class AudioIntake:
         now, received = self._mark()
         since, base = self._marks[0]
         return (received - base) / RATE - (now - since)
+
+    def recording(self) -> bool:
+        """Whether the stream is a recording sent faster than it was spoken, not a live
+        speaker: its audio runs more than :data:`RECORDING_AHEAD_S` ahead of the clock,
+        or more than :data:`RECORDING_SHARE` of what it sent lately came ahead of it.
+
+        A live speaker (Home Assistant's 10 ms chunks at real time, a network burst
+        after a stall) stays near the clock; a file sent at once is all ahead of it.
+        """
+        if not self._marks:
+            return False
+        now, received = self._mark()
+        since, base = self._marks[0]
+        sent_s = (received - base) / RATE
+        ahead = sent_s - (now - since)
+        return ahead > min(RECORDING_AHEAD_S, RECORDING_SHARE * sent_s)
 
     def _mark(self) -> tuple[float, int]:
         """Note where the stream is now and then; forget notes past the window."""

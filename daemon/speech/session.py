@@ -247,12 +247,23 @@ class SpeechSession:
 
     async def _after_end(self) -> None:
         """An utterance the endpoint ended: hands-free, decode it and listen on; with
-        ``ends_turn``, decode it and end the session (holding the session lock)."""
-        if self.endpointer.state is not EndpointState.ENDED:
+        ``ends_turn``, decode it and end the session (holding the session lock).
+
+        Not while the audio is a recording sent faster than it was spoken (a file sent
+        at once): a pause inside it is no end of a turn, and the client's audio-stop
+        ends it with every word. The end is asked again at each later batch, so a
+        stream that slows to the clock (a live one after a burst) ends here after all.
+        """
+        ep = self.endpointer
+        if ep.state is not EndpointState.ENDED:
             return
         if self.options.hands_free:
             await self._next_utterance()
         elif self.options.ends_turn and self.ended is None:
+            if self.intake.recording():
+                if ep.speech_start_s is None:
+                    ep.reset()  # silence leading a file: its speech may still come
+                return
             # Nothing is ingested after this, so the buffer the decode slices stays put.
             self.decodes.finished = True
             self.ended = asyncio.ensure_future(self._conclude(time.perf_counter()))
@@ -291,7 +302,7 @@ class SpeechSession:
         if turns is None or turns.in_flight:
             return  # one question at a time; the next check (or max_pause_s) follows
         ep = self.endpointer
-        if turns.should_skip(self.intake.ahead_s()):
+        if turns.should_skip(self.intake.recording()):
             # The turn model saves time only on an idle machine and a live speaker:
             # the fixed trailing silence ends this pause instead.
             self._handle(ep.turn_unasked(speech_end_s))

@@ -19,7 +19,6 @@ import numpy as np
 from daemon.engines.asr.base import Transcript
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.workers import WorkerPool
-from daemon.speech.intake import RECORDING_AHEAD_S
 from daemon.speech.turn_text import (
     TextTurn,
     TurnJudgement,
@@ -62,11 +61,11 @@ class TurnChecks:
         """Whether a question is being answered (one at a time)."""
         return self.task is not None and not self.task.done()
 
-    def should_skip(self, ahead_s: float = 0.0) -> bool:
+    def should_skip(self, recording: bool = False) -> bool:
         """Whether not to ask (counted as a skip when so): the machine is too busy, or
-        the audio comes ``ahead_s`` faster than it was spoken (a recording: its end is
-        the client's to mark, and the model's CPU would only delay the transcript)."""
-        if ahead_s > RECORDING_AHEAD_S:
+        the audio is a ``recording`` sent faster than it was spoken (its end is the
+        client's to mark, and the model's CPU would only delay the transcript)."""
+        if recording:
             reason = "the audio arrives faster than it was spoken"
         elif self.pool.idle and not self._asr_pool.queued:
             return False

@@ -10,7 +10,11 @@ Willow's upload route.
 
 Transcripts are matched tolerantly (case and accents folded, a word or two off), but
 the key words must be heard, and the same matcher refuses tiny.en's English-only
-decode of the German audio and another sentence.
+decode of the German audio and another sentence. base's int8 decode differs from CPU to
+CPU ("Schaltermaslich" for "Schalte das Licht" with AVX2 alone), so the whole-file
+routes must also give exactly what the same model decodes of the same audio with the
+same options in this process (:mod:`tests.reference`), and the key words the daemon
+must hear are those every CPU hears.
 """
 
 from __future__ import annotations
@@ -32,14 +36,19 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
 from daemon.audio.pcm import RATE, resample_pcm
+from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.models import embedded_whisper
 from tests.daemon import Daemon
 from tests.helpers import PCM_HEADERS, assert_heard, paced, silence, wav, words
+from tests.reference import Reference, reference_of
 
 pytestmark = pytest.mark.e2e
 
 GERMAN = "Schalte das Licht in der Küche ein."
 GERMAN_KEYS = ("licht", "kuche")
+"""Content words of the German command: tiny.en's English words must hold neither."""
+GERMAN_HEARD = ("kuche",)
+"""The key word base hears on every CPU seen (AVX2 alone hears "Schaltermaslich")."""
 FRENCH = "Baisse le volume de la musique."
 FRENCH_KEYS = ("volume", "musique")
 ESPEAK_WPM = 130
@@ -90,6 +99,12 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         "limits:\n  request_timeout_s: 60\n"
     )
     yield from Daemon(tmp_path_factory.mktemp("asr-base"), extra).serve()
+
+
+@pytest.fixture(scope="module")
+def reference(daemon: Daemon) -> Iterator[Reference]:
+    with reference_of(daemon) as models:
+        yield models
 
 
 @pytest.fixture(scope="module")
@@ -153,19 +168,25 @@ def test_both_models_are_served_with_their_languages(daemon, client):
     assert "Loaded asr:base on " in daemon.log and "Download" not in daemon.log
 
 
-def test_german_through_the_openai_route(client, german):
+def test_german_through_the_openai_route(client, german, reference):
     heard = transcribe(client, german, "base", language="de")
-    assert_said(heard, GERMAN, *GERMAN_KEYS)
-    # Without a language, base hears which one it is.
+    assert heard == reference.file(german, "base", TranscribeOptions(language="de")).text
+    assert_said(heard, GERMAN, *GERMAN_HEARD)
+    # Without a language, base hears which one it is (verbose_json decodes with
+    # timestamps: other words on some CPUs than the plain request's).
     verbose = client.audio.transcriptions.create(
         model="base", file=("command.wav", wav(german)), response_format="verbose_json"
     )
     assert verbose.language == "de"
-    assert_said(verbose.text, GERMAN, *GERMAN_KEYS)
+    timed = reference.file(german, "base", TranscribeOptions(timestamps=True))
+    assert (verbose.text, verbose.language) == (timed.text, timed.language)
+    assert_said(verbose.text, GERMAN, *GERMAN_HEARD)
 
 
-def test_french_through_the_openai_route(client, french):
-    assert_said(transcribe(client, french, "base", language="fr"), FRENCH, *FRENCH_KEYS)
+def test_french_through_the_openai_route(client, french, reference):
+    heard = transcribe(client, french, "base", language="fr")
+    assert heard == reference.file(french, "base", TranscribeOptions(language="fr")).text
+    assert_said(heard, FRENCH, *FRENCH_KEYS)
 
 
 def test_the_english_model_does_not_hear_german(client, german):
@@ -174,7 +195,7 @@ def test_the_english_model_does_not_hear_german(client, german):
     heard = transcribe(client, german, "whisper-1")
     assert not set(GERMAN_KEYS) & set(words(fold(heard))), heard
     with pytest.raises(AssertionError):
-        assert_said(heard, GERMAN, *GERMAN_KEYS)
+        assert_said(heard, GERMAN, *GERMAN_HEARD)
     with pytest.raises(AssertionError):
         assert_said(transcribe(client, german, "base", language="de"), FRENCH, *FRENCH_KEYS)
     # tiny.en refuses a language it does not speak instead of guessing.
@@ -183,7 +204,8 @@ def test_the_english_model_does_not_hear_german(client, german):
 
 
 def test_german_and_french_through_wyoming(daemon, german, french):
-    assert_said(asyncio.run(wyoming_transcribe(daemon, german, "base", "de")), GERMAN, *GERMAN_KEYS)
+    heard = asyncio.run(wyoming_transcribe(daemon, german, "base", "de"))
+    assert_said(heard, GERMAN, *GERMAN_HEARD)
     assert_said(asyncio.run(wyoming_transcribe(daemon, french, "base", "fr")), FRENCH, *FRENCH_KEYS)
 
 
@@ -191,7 +213,7 @@ def test_home_assistant_naming_only_the_language_is_heard_by_base(daemon, german
     # Home Assistant's speech-to-text sends its pipeline's language and no model name:
     # German is not the default's (tiny.en) language, so base hears it.
     heard = asyncio.run(wyoming_transcribe(daemon, german, None, "de"))
-    assert_said(heard, GERMAN, *GERMAN_KEYS)
+    assert_said(heard, GERMAN, *GERMAN_HEARD)
 
 
 def test_german_through_willow(daemon, german):
@@ -204,4 +226,4 @@ def test_german_through_willow(daemon, german):
     )
     assert response.status_code == 200, response.text
     assert response.json()["language"] == "de"
-    assert_said(response.json()["text"], GERMAN, *GERMAN_KEYS)
+    assert_said(response.json()["text"], GERMAN, *GERMAN_HEARD)

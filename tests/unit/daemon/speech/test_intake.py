@@ -184,3 +184,25 @@ async def test_a_batch_past_the_limit_fails_the_next_call(make):
     for later in (session.feed(b"\x00\x00" * 160), session.finish()):
         with pytest.raises(AudioTooLong, match="2.42 s limit"):
             await later
+
+
+def test_a_recording_is_told_from_a_live_speaker_by_how_far_it_runs_ahead(monkeypatch):
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(intake_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    live = intake()
+    for _ in range(120):  # 10 ms chunks at the speed they were spoken, for 1.2 s
+        clock.now += 0.01
+        live.hold(TEN_MS, FRAME)
+    assert not live.recording()
+    # A stall, then a burst of what it held back: it catches up, it never gets ahead.
+    clock.now += 0.3
+    live.hold(TEN_MS * 30, FRAME)
+    assert not live.recording()
+    # A 1.5 s file sent at once is all ahead, though shorter than RECORDING_AHEAD_S.
+    file = intake()
+    for _ in range(150):
+        file.hold(TEN_MS, FRAME)
+    assert file.recording()
+    # Once the clock has caught up with what a client sent, it is live again.
+    clock.now += 1.5
+    assert not file.recording()

@@ -397,6 +397,7 @@ def make_turn(turn: FakeTurn | None, hands_free: bool = True, live: bool = True)
     session.start(FMT)
     if live:
         session.intake.ahead_s = lambda: 0.0  # type: ignore[method-assign]
+        session.intake.recording = lambda: False  # type: ignore[method-assign]
     return session
 
 
@@ -503,3 +504,71 @@ async def test_a_recording_sent_at_once_is_not_asked_about():
     assert len(reader.finals()) == 1  # the fixed silence ended it
     await session.close()
     await reader.end()
+
+
+ENDS_TURN = SessionSettings(
+    endpoint=EndpointConfig(0.09, 0.24, 0.6, no_speech_s=1.0, max_utterance_s=8.0),
+    padding_s=0.12,
+    max_audio_s=20,
+)
+
+
+def make_ending(recording: bool) -> tuple[SpeechSession, FakeAsr]:
+    """A session that ends the turn itself (Wyoming's server-ended turn), fed either a
+    ``recording`` sent at once or, as far as it can tell, a live speaker."""
+    session, asr = make(SessionOptions(partials=False, ends_turn=True), ENDS_TURN)
+    session.intake.recording = lambda: recording  # type: ignore[method-assign]
+    return session, asr
+
+
+A_PAUSE_INSIDE = np.concatenate([silence(0.3), tone(0.8), silence(0.9), tone(0.8), silence(0.4)])
+"""Two phrases with a 0.9 s pause between them: longer than the 0.6 s trailing silence."""
+
+
+async def test_a_live_speaker_ends_the_turn_at_the_pause_and_the_rest_is_dropped():
+    session, asr = make_ending(recording=False)
+    reader = Reader(session)
+    await feed(session, A_PAUSE_INSIDE)
+    assert session.ended is not None
+    await asyncio.wait_for(session.finish(), 5)
+    events = await reader.end()
+    (final,) = [e for e in events if isinstance(e, FinalTranscript)]
+    # The first phrase with its padding: the turn the session decided, nothing later.
+    assert 0.8 * RATE <= asr.calls[-1] <= 1.1 * RATE
+    assert final.text == f"{asr.calls[-1]} samples"
+
+
+async def test_a_recording_sent_at_once_ends_at_its_audio_stop_with_every_word():
+    session, asr = make_ending(recording=True)
+    reader = Reader(session)
+    await feed(session, A_PAUSE_INSIDE)
+    assert session.ended is None  # the pause inside the file ended nothing
+    final = await finish(session, reader)
+    # Both phrases and the pause between them, in one decode.
+    assert 2.5 * RATE <= asr.calls[-1] <= 2.8 * RATE
+    assert final.text == f"{asr.calls[-1]} samples"
+    assert [type(e) for e in reader.events].count(FinalTranscript) == 1
+
+
+async def test_silence_leading_a_recording_past_no_speech_does_not_lose_its_speech():
+    session, asr = make_ending(recording=True)
+    reader = Reader(session)
+    await feed(session, np.concatenate([silence(2.5), tone(0.8), silence(0.4)]))
+    final = await finish(session, reader)
+    assert final.text and 0.8 * RATE <= asr.calls[-1] <= 1.1 * RATE
+
+
+async def test_a_stream_that_slows_to_the_clock_ends_its_turn_after_all():
+    # A live client that sent a burst ahead of the clock (buffered audio) looks like a
+    # recording at the pause; once it keeps pace, the next audio ends the turn.
+    session, asr = make_ending(recording=True)
+    reader = Reader(session)
+    await feed(session, np.concatenate([silence(0.3), tone(0.8), silence(0.7)]))
+    assert session.ended is None
+    session.intake.recording = lambda: False  # type: ignore[method-assign]
+    await feed(session, silence(0.1))
+    assert session.ended is not None
+    await asyncio.wait_for(session.finish(), 5)
+    events = await reader.end()
+    assert [type(e) for e in events].count(FinalTranscript) == 1
+    assert 0.8 * RATE <= asr.calls[-1] <= 1.1 * RATE
