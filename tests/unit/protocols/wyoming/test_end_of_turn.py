@@ -32,6 +32,7 @@ from daemon.config import parse_config
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.errors import RemoteUnavailable
 from daemon.runtime.profiles import Profile, Sensitivity
+from daemon.speech.intake import AudioIntake
 from protocols.wyoming.asr import sensitivity_of
 from protocols.wyoming.server import WyomingServer
 from tests.fakes import KITCHEN, TEST_CONFIG, FakeEngines, fake_engines, silence, tone
@@ -103,6 +104,20 @@ class Recorder:
             while self.kinds().count("pong") == count:
                 await asyncio.sleep(0.005)
         await asyncio.sleep(0.2)
+
+
+@pytest.fixture(autouse=True)
+def live_speaker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These fake clients send a live speaker's audio as fast as they can: the session
+    takes it for a speaker at the microphone, not a recording (whose end is its
+    audio-stop), except in the tests that ask for ``as_recording``."""
+    if "as_recording" not in request.fixturenames:
+        monkeypatch.setattr(AudioIntake, "recording", lambda self: False)
+
+
+@pytest.fixture
+def as_recording() -> None:
+    """The audio these clients send at once is taken for what it is: a recording."""
 
 
 @dataclass
@@ -233,6 +248,21 @@ async def test_a_client_that_reads_after_audio_stop_gets_the_transcript_once(tmp
         assert asr.calls and max(call.samples for call in asr.calls) < 1.6 * RATE
         await client.send(Ping(text="next"))
         assert Pong.from_event(await client.expect(Pong)).text == "next"
+        assert served.outcomes == [""]
+
+
+async def test_a_recording_sent_at_once_is_ended_by_its_audio_stop(tmp_path, as_recording):
+    # The same audio as above, sent faster than it was spoken (a file): the pause inside
+    # it ends nothing, and the transcript after audio-stop holds both phrases.
+    async with serving(tmp_path, turn=ScriptedTurn(complete=True)) as served:
+        client, asr = served.client, served.fakes.asr["fake"]
+        served.events.task.cancel()
+        await client.send(Transcribe(language="en"), START)
+        await client.send_chunks(pcm(silence(0.3), tone(1.2), silence(0.9), tone(0.5, 440.0)))
+        await client.send(AudioStop())
+        events = await client.until(TranscriptStop)
+        assert len(transcripts(events)) == 1 and "error" not in [e.type for e in events]
+        assert max(call.samples for call in asr.calls) > 2.4 * RATE  # both phrases
         assert served.outcomes == [""]
 
 
