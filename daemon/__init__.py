@@ -3,7 +3,7 @@
 ``daemon/`` is the core, cut into rooms; each room's ``__init__`` says what lives
 there and what it may import. From the bottom up:
 
-* ``errors.py`` and ``config.py``: the typed errors and the typed configuration
+* ``errors.py`` and ``config/``: the typed errors and the typed configuration
   that every room uses. They import nothing of Hearth's.
 * ``ops/``: running on a host (logs, metrics, systemd notify, mDNS, TLS,
   in-flight tracking, atomic files and locks).

@@ -28,9 +28,12 @@ ROOMS = (
 )
 """Bottom to top: a room may import only rooms before it (and itself)."""
 FOUNDATION = {"daemon", "daemon.errors", "daemon.config"}
-TOP_LEVEL_ALLOWED = {"__init__.py", "service.py", "errors.py", "config.py"}
+"""The modules every room may import; ``daemon.config.*`` (the typed configuration's
+package) belongs here too. Being the bottom room, they import nothing else of Hearth's."""
+FOUNDATION_PACKAGES = ("daemon.config.",)
+TOP_LEVEL_ALLOWED = {"__init__.py", "service.py", "errors.py"}
 """Files allowed directly in daemon/: the package, the composition root, and the
-two foundation modules every room imports (typed errors, typed configuration)."""
+typed errors every room imports (the typed configuration is the package config/)."""
 SIBLINGS = {frozenset({"speech", "voices"})}
 """Rooms on one level that must not import each other at all."""
 PROTOCOL_ROOMS = ("base", "patches", "webrtc", "realtime", "http", "wyoming")
@@ -55,7 +58,7 @@ helpers (options, results, text rules), never an engine or a service."""
 
 def room_of(module: str) -> str | None:
     """The room a dotted module name belongs to (None: not Hearth's)."""
-    if module in FOUNDATION:
+    if module in FOUNDATION or module.startswith(FOUNDATION_PACKAGES):
         return "foundation"
     parts = module.split(".")
     if parts[0] == "protocols":

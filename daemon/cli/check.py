@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Any
 
-from daemon.config import Config, exposure_warnings
+from daemon.config import Config, exposure_warnings, settings_of
+from daemon.config.provenance import HIDDEN
 from daemon.engines.hardware import plan, probe
 from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
@@ -21,6 +23,7 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
     out: dict[str, Any] = {
         "config": config.source,
         "state_dir": str(config.state_path),
+        "settings": [dataclasses.asdict(s) for s in settings_of(config)],
         "hardware": {
             "cpu_count": report.cpu_count,
             "cuda_devices": [g.__dict__ for g in report.gpus],
@@ -130,6 +133,29 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
     return out, problems
 
 
+SHOWN_CHARS = 48
+"""A setting's value is cut to this many characters in the text report."""
+
+
+def _print_settings(settings: list[dict[str, Any]]) -> None:
+    """Every key set by the file, the add-on options or the environment, with where."""
+    if not settings:
+        print("\nsettings    all built-in defaults")
+        return
+    print(f"\nsettings    {len(settings)} set as below; everything else is the default")
+    rows = [(s["key"], _shown(s["value"]), s["origin"]) for s in settings]
+    key_width = min(max(len(key) for key, _, _ in rows), 40)
+    value_width = max(len(value) for _, value, _ in rows)
+    for key, value, origin in rows:
+        print(f"  {key:<{key_width}}  {value:<{value_width}}  {origin}")
+
+
+def _shown(value: Any) -> str:
+    """A setting's value on one line: YAML-like JSON, ``(set)`` for a hidden secret."""
+    text = value if value == HIDDEN else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
 def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     """Print the report; exit code 1 when anything is wrong."""
     out, problems = _collect(config, load)
@@ -167,6 +193,7 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
             print(f"            SHA-256 {https['sha256']}")
         else:
             print(f"HTTPS       {https['error']}")
+    _print_settings(out["settings"])
     print("\nmodels")
     for name, info in out["models"].items():
         detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"

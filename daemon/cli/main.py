@@ -10,8 +10,10 @@ from pathlib import Path
 
 from daemon import __version__
 from daemon.config import Config, load_config
+from daemon.config.addon import ADDON_CONFIG_FILE, read_options
 from daemon.errors import ConfigError, HearthError
 from daemon.ops.logs import setup_logging
+from daemon.ops.supervisor import addon_context
 
 _LOGGER = logging.getLogger("hearth")
 EXIT_CONFIG = 2
@@ -23,7 +25,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config",
         metavar="PATH",
-        help="config file (default: $HEARTH_CONFIG, else built-in defaults)",
+        help=(
+            "config file (default: $HEARTH_CONFIG, else built-in defaults); "
+            "HEARTH_SECTION__KEY variables override it"
+        ),
     )
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -62,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     say.add_argument("--noise-scale", type=float, help="Piper generator noise (0-2)")
     say.add_argument("--noise-w", type=float, help="Piper phoneme width noise (0-2)")
 
+    add("health", "Ask the running daemon whether it answers (Wyoming describe, /healthz).")
+
     chat = add("chat", "Ask the LLM; the reply streams to standard output.")
     chat.add_argument("prompt")
 
@@ -88,21 +95,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def load_settings(path: str | Path | None) -> Config:
+    """The configuration every command runs on: the file at ``path`` (None:
+    $HEARTH_CONFIG, else none), with the ``HEARTH_*`` environment variables over it.
+
+    Run as the Home Assistant add-on (``SUPERVISOR_TOKEN`` and its options file), the
+    add-on options come between the two, and a config.yaml in the add-on's own config
+    folder is the file when there is one.
+    """
+    context = addon_context()
+    if context is None:
+        return load_config(path)
+    if path is None and ADDON_CONFIG_FILE.is_file():
+        path = ADDON_CONFIG_FILE
+    return load_config(
+        path,
+        addon=read_options(context.options_path),
+        addon_source=f"add-on options ({context.options_path.name})",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hearth`` console script."""
     args = _parser().parse_args(argv)
     if args.command == "install-service":
         return _install_service(args)
     try:
-        config = load_config(args.config)
+        config = load_settings(args.config)
     except ConfigError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    quiet = args.command in ("transcribe", "say", "chat", "voices", "speakers")
+    quiet = args.command in ("transcribe", "say", "chat", "voices", "speakers", "health")
     setup_logging(args.log_level or ("warning" if quiet else config.log.level))
     try:
         if args.command == "serve":
             return _serve(config)
+        if args.command == "health":
+            from daemon.cli.health import run_health
+
+            return run_health(config)
         if args.command == "check":
             from daemon.cli.check import run_check
 

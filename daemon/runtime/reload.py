@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -175,7 +176,11 @@ async def read_plan(current: Config) -> ReloadPlan | None:
     try:
         if source.startswith("<"):
             raise ConfigError("started without a config file: there is nothing to re-read")
-        new = await asyncio.to_thread(load_config, source)
+        new = await asyncio.to_thread(
+            functools.partial(
+                load_config, source, addon=current.addon, addon_source=current.addon_source
+            )
+        )
     except ConfigError as exc:
         _LOGGER.error("Reload refused: %s; still running on the previous config", exc)
         return None

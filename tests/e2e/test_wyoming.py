@@ -464,12 +464,11 @@ async def test_ten_minutes_of_audio_is_refused_then_eof_and_memory_stays_bounded
                 await asyncio.wait_for(reader, 120)
             except ConnectionError:
                 pass  # a reset after the error and EOF
-    # Hearth ends the turn (wyoming.end_of_turn: server): nobody speaks, so after
-    # vad.no_speech_ms (8 s) the transcript is empty; the audio that follows is dropped,
-    # and the whole stream is still bounded by limits.max_audio_s (20 s here).
+    # Sent faster than it was spoken, the audio is a recording: no pause or silence
+    # inside it ends the turn (its audio-stop would), so it runs into limits.max_audio_s
+    # (20 s here) and is refused as too long, with nothing decoded and memory bounded.
     types = [e.type for e in events]
-    assert types == ["transcript-start", "transcript", "transcript-stop", "error"], types
-    assert events[1].data["text"] == ""
+    assert types == ["transcript-start", "error"], types
     assert events[-1].data["code"] == "audio-too-long"
     await ping_works(daemon)
 
@@ -498,7 +497,7 @@ async def test_a_recording_sent_at_once_and_read_after_still_ends_in_the_error(d
         types.append(event["type"])
         if event["type"] == "error":
             assert event["data"]["code"] == "audio-too-long", event
-    assert types == ["transcript-start", "transcript", "transcript-stop", "error"], types
+    assert types == ["transcript-start", "error"], types
     writer.close()
     await ping_works(daemon)
 

@@ -184,9 +184,16 @@ class VoiceStore:
         return voices
 
     def _user(self) -> list[VoiceInfo]:
-        if not self.user_dir.is_dir():
+        """The user voices; none (and a warning) when their folder cannot be read, so
+        that the bundled voices are still offered."""
+        try:
+            if not self.user_dir.is_dir():
+                return []
+            folders = sorted(self.user_dir.iterdir())
+        except OSError as exc:
+            _LOGGER.warning("User voices in %s cannot be read: %s", self.user_dir, exc.strerror)
             return []
-        voices = (_read_folder(folder) for folder in sorted(self.user_dir.iterdir()))
+        voices = (_read_folder(folder) for folder in folders)
         return [voice for voice in voices if voice is not None]
 
     def set_remote(self, voices: builtins.list[VoiceInfo]) -> None:

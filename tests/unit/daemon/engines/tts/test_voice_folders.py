@@ -61,3 +61,21 @@ def test_update_checks_defaults_and_bundled_voices(tmp_path):
     with pytest.raises(InvalidRequest, match="bundled"):
         store.update("en_US-joe-medium", None, {"speed": 1.0})
     assert DEFAULT_KEYS == ("default_speaker", "speed", "noise_scale", "noise_w_scale", "volume")
+
+
+def test_an_unreadable_voice_folder_still_offers_the_bundled_voices(tmp_path, monkeypatch, caplog):
+    # A share the daemon's user cannot enter (a mount left root's, mode 0700): describe
+    # and every voice listing go on with the bundled voices, and the log says why.
+    make_voice(tmp_path, "good")
+    store = VoiceStore(tmp_path)
+
+    iterdir = type(tmp_path).iterdir
+
+    def refused(self):
+        if self == tmp_path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return iterdir(self)
+
+    monkeypatch.setattr(type(tmp_path), "iterdir", refused)
+    assert [v.name for v in store.list()] == ["en_US-joe-medium"]
+    assert "cannot be read: Permission denied" in caplog.text

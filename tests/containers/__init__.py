@@ -1,0 +1,149 @@
+"""Hearth's container image for the tests: a Debian base made here, the image built from
+the repository's Dockerfile, and podman driven through the project's own settings.
+
+No registry is reachable from the machines the tests run on, so the base is made from
+the Debian archive (mmdebstrap, then ``podman import``) and reused once it exists. The
+image build reuses the llama-cpp-python wheel that ``make install`` compiled (from pip's
+cache), so the container's part of ``make test`` compiles nothing a second time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = Path(__file__).with_name("containers.conf")
+BASE = "localhost/debian:bookworm-slim"
+IMAGE = "localhost/hearth:test"
+MIRROR = "http://deb.debian.org/debian"
+SLIM = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+)
+"""What debian:bookworm-slim leaves out of a minimal base (dpkg path filters)."""
+CA_BUNDLES = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+DEBIAN_CA = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def environment() -> dict[str, str]:
+    """This process's environment with podman pointed at the project's settings."""
+    return {**os.environ, "CONTAINERS_CONF": str(CONF)}
+
+
+def podman(
+    *args: str, check: bool = True, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``podman ARGS`` with the project's settings; its output as text."""
+    return subprocess.run(
+        ["podman", *args],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=timeout,
+    )
+
+
+def unusable() -> str | None:
+    """Why containers cannot run here (None: they can)."""
+    if os.geteuid() != 0:
+        return "the container tests run as root (podman, mmdebstrap)"
+    for tool in ("podman", "mmdebstrap", "runc"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (make test installs it as root)"
+    try:
+        probe = podman("info", "--format", "{{.Host.OCIRuntime.Name}}", check=False, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "podman info did not answer"
+    if probe.returncode != 0:
+        return f"podman cannot run here: {probe.stderr.strip()[-300:]}"
+    return None
+
+
+def ca_bundle() -> str | None:
+    """The host's CA bundle, where its network needs one (passed as a build secret)."""
+    for name in CA_BUNDLES:
+        path = os.environ.get(name, "")
+        if path and Path(path).is_file():
+            return path
+    return DEBIAN_CA if Path(DEBIAN_CA).is_file() else None
+
+
+def ensure_base() -> float:
+    """Make the Debian bookworm base image unless it exists; seconds it took."""
+    if podman("image", "exists", BASE, check=False).returncode == 0:
+        return 0.0
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        rootfs = Path(tmp) / "rootfs.tar"
+        options = [f"--dpkgopt={rule}" for rule in SLIM]
+        subprocess.run(
+            ["mmdebstrap", "--variant=minbase", "--include=ca-certificates", *options,
+             "bookworm", str(rootfs), MIRROR],
+            check=True, capture_output=True, timeout=900,
+        )  # fmt: skip
+        podman("import", str(rootfs), BASE, timeout=300)
+    return time.monotonic() - began
+
+
+def reuse_llama_wheel() -> Path | None:
+    """Put the llama-cpp-python wheel ``make install`` built into the build context's
+    .wheels/ (from pip's cache); the wheel, or None when there is none."""
+    found = subprocess.run(
+        [sys.executable, "-m", "pip", "cache", "list", "llama_cpp_python", "--format=abspath"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()  # fmt: skip
+    wheels = [Path(p) for p in found if p.endswith(".whl") and Path(p).is_file()]
+    if not wheels:
+        return None
+    newest = max(wheels, key=lambda p: p.stat().st_mtime)
+    target = ROOT / ".wheels" / newest.name
+    for old in (ROOT / ".wheels").glob("llama_cpp_python-*.whl"):
+        if old.name != newest.name:
+            old.unlink()
+    if not target.exists():
+        shutil.copy2(newest, target)
+    return target
+
+
+@dataclass(frozen=True)
+class Built:
+    """The test image and what making it took."""
+
+    image: str
+    base_s: float
+    build_s: float
+    wheel: Path | None
+
+
+def build_image(tag: str = IMAGE, *extra: str) -> Built:
+    """Build the repository's Dockerfile from the local base (no pull); how long it took."""
+    base_s = ensure_base()
+    wheel = reuse_llama_wheel()
+    args = [
+        "build",
+        "--pull=never",
+        "--format=docker",
+        "--build-arg",
+        f"BUILD_FROM={BASE}",
+        "-t",
+        tag,
+        *extra,
+    ]
+    if (bundle := ca_bundle()) is not None:
+        args += ["--secret", f"id=ca,src={bundle}"]
+    began = time.monotonic()
+    result = podman(*args, str(ROOT), check=False, timeout=2400)
+    if result.returncode != 0:
+        raise AssertionError(f"podman build failed:\n{(result.stdout + result.stderr)[-6000:]}")
+    return Built(tag, base_s, time.monotonic() - began, wheel)

@@ -1,0 +1,113 @@
+"""The add-on's options as configuration: the mapping, its errors and its layer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from daemon.config import load_config
+from daemon.config.addon import ADDON_SETTINGS, options_to_settings, read_options
+from daemon.errors import ConfigError
+
+DEFAULTS = {
+    "voice": "en_US-joe-medium",
+    "asr_model": "tiny.en",
+    "wake_words": ["okay_nabu", "hey_jarvis"],
+    "llm": "local",
+    "speakers": True,
+    "log_level": "info",
+}
+
+
+def test_the_default_options_give_the_embedded_house():
+    settings = options_to_settings(DEFAULTS)
+    config = load_config(None, environ={}, addon=settings)
+    assert config.asr.default_model == "tiny.en" and list(config.asr.models) == ["tiny.en"]
+    assert list(config.wake.models) == ["okay_nabu", "hey_jarvis"] and config.wake.enabled
+    assert config.llm.backend == "local" and config.speakers.enabled
+    assert config.voices.dir == ADDON_SETTINGS[("voices", "dir")]
+    assert config.origins[("tts", "default_voice")].startswith("add-on options")
+
+
+def test_every_option_reaches_its_key():
+    options = {
+        **DEFAULTS,
+        "voice": "kitchen-joe",
+        "asr_model": "base",
+        "language": "de",
+        "wake_words": [],
+        "llm": "remote",
+        "llm_url": "http://ollama.lan:11434/v1",
+        "llm_model": "qwen2.5:3b",
+        "llm_api_key": "sk-remote",
+        "api_key": "household-key",
+        "speakers": False,
+        "log_level": "debug",
+    }
+    config = load_config(None, environ={}, addon=options_to_settings(options))
+    assert config.tts.default_voice == "kitchen-joe"
+    assert config.asr.default_model == "base"
+    assert config.asr.models["base"].path == "base" and config.asr.models["base"].language == "de"
+    assert not config.wake.enabled
+    assert (config.llm.backend, config.llm.remote.base_url) == (
+        "remote",
+        "http://ollama.lan:11434/v1",
+    )
+    assert (config.llm.remote.model, config.llm.remote.api_key) == ("qwen2.5:3b", "sk-remote")
+    assert config.auth.api_key == "household-key"
+    assert not config.speakers.enabled and config.log.level == "debug"
+
+
+def test_empty_optional_text_keeps_the_default():
+    config = load_config(
+        None, environ={}, addon=options_to_settings({**DEFAULTS, "api_key": "", "llm_url": ""})
+    )
+    assert config.auth.api_key == "" and ("auth", "api_key") not in config.origins
+
+
+def test_the_environment_wins_over_the_options_and_the_options_over_the_file(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("log:\n  level: warning\ntts:\n  default_voice: from-file\n")
+    config = load_config(
+        path,
+        environ={"HEARTH_LOG__LEVEL": "error"},
+        addon=options_to_settings({**DEFAULTS, "voice": "from-options"}),
+    )
+    assert (
+        config.log.level == "error" and config.origins[("log", "level")] == "env HEARTH_LOG__LEVEL"
+    )
+    assert config.tts.default_voice == "from-options"
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"colour": "red"}, "add-on option colour: unknown"),
+        ({"speakers": "yes"}, "add-on option speakers: must be true or false"),
+        ({"wake_words": "okay_nabu"}, "add-on option wake_words: must be a list"),
+        ({"voice": 5}, "add-on option voice: must be text"),
+    ],
+)
+def test_a_wrong_option_is_named(options, problem):
+    with pytest.raises(ConfigError, match=problem):
+        options_to_settings({**DEFAULTS, **options})
+
+
+def test_a_value_the_config_refuses_names_the_add_on_options():
+    with pytest.raises(ConfigError, match=r"add-on options log\.level: must be one of"):
+        load_config(None, environ={}, addon=options_to_settings({**DEFAULTS, "log_level": "loud"}))
+
+
+def test_the_options_file(tmp_path):
+    path = tmp_path / "options.json"
+    path.write_text(json.dumps(DEFAULTS))
+    assert read_options(path)[("tts", "default_voice")] == "en_US-joe-medium"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not JSON"):
+        read_options(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="JSON object"):
+        read_options(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_options(tmp_path / "missing.json")
