@@ -54,7 +54,7 @@ RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then APT_CA="-o Acquire::https::CAInfo=/run/secrets/ca"; fi; \
     apt-get $APT_CA update -q \
     && apt-get $APT_CA install -y -q --no-install-recommends ca-certificates python3 libgomp1 \
-    && rm -rf /var/lib/apt/lists/* \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old \
     && useradd --system --uid 1000 --user-group --home-dir /data --no-create-home hearth \
     && mkdir -p /data && chown hearth:hearth /data && chmod 0750 /data
 COPY --from=build /opt/hearth /opt/hearth

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from daemon import __version__
 from daemon.errors import status_of
+from daemon.ops import memory
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 OBSERVED_ENGINES = ("asr", "tts", "llm")
@@ -116,6 +117,9 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_ServiceCollector(snapshot))
+        # process_resident_memory_bytes and the rest of the standard process metrics:
+        # a household's Prometheus sees a slope in memory over weeks.
+        ProcessCollector(registry=self.registry)
 
     def request(self, protocol: str, outcome: str) -> None:
         """Count one finished request."""
@@ -159,7 +163,25 @@ class _ServiceCollector(Collector):
         for protocol, count in sorted(now.sessions.items()):
             sessions.add_metric([protocol], count)
         yield sessions
+        yield from _heap_metrics()
         yield from _engine_metrics(now.engines)
+
+
+def _heap_metrics() -> Iterator[Metric]:
+    """glibc's heap: memory in use, and freed memory the allocator still holds."""
+    heap = memory.native_heap()
+    if heap is None:
+        return
+    family = GaugeMetricFamily(
+        "hearth_native_heap_bytes",
+        "The C allocator's heap: in_use (allocated), free (freed but held), mapped "
+        "(large allocations in their own mappings, part of in_use).",
+        labels=["kind"],
+    )
+    family.add_metric(["in_use"], heap.in_use)
+    family.add_metric(["free"], heap.free)
+    family.add_metric(["mapped"], heap.mapped)
+    yield family
 
 
 def _engine_metrics(engines: EngineGauges | None) -> Iterator[Metric]:

@@ -130,3 +130,14 @@ def test_windowed_decodes_are_counted_by_window_and_verdict():
     labels = (("model", "tiny.en"), ("verdict", "repeats"), ("window", "10"))
     assert values[(key, labels)] == 1
     assert values[(key, (("model", "tiny.en"), ("verdict", "ok"), ("window", "10")))] == 7
+
+
+def test_memory_is_exposed_for_a_households_prometheus():
+    metrics = FakeService().metrics
+    seen = samples(metrics.render().decode())
+    resident = seen[("process_resident_memory_bytes", ())]
+    assert resident > 10e6  # this test process: tens of MB at least
+    heap = {dict(labels)["kind"]: v for (name, labels), v in seen.items()
+            if name == "hearth_native_heap_bytes"}  # fmt: skip
+    assert set(heap) == {"in_use", "free", "mapped"}
+    assert 0 < heap["in_use"] < resident and heap["mapped"] <= heap["in_use"]

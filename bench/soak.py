@@ -1,0 +1,382 @@
+"""Months of uptime, in minutes: does the daemon's memory grow with the requests it serves?
+
+One ``hearth serve`` on the embedded defaults, a few clients in a loop, for a set time,
+either every kind of request mixed (as a household's satellites, announcements and apps
+make them) or one kind alone, so that a slope belongs to a kind:
+
+  wyoming-stt  Wyoming transcribe (10 ms chunks, sent as fast as taken)
+  wyoming-tts  Wyoming synthesize, every text new
+  willow       /api/willow uploads (PCM, chunked)
+  wis-tts      WIS /api/tts, every text new
+  openai-stt   /v1/audio/transcriptions (WAV files)
+  openai-tts   /v1/audio/speech, every text new
+  chat         /v1/chat/completions, short and new each time
+  realtime     /v1/realtime: one spoken turn with a reply, a new session each time
+
+Every few seconds it reads the daemon's resident set (its process tree) and, from
+``/metrics``, the native heap. It reports the requests served and failed, the resident
+set idle, after warm-up (the first 30 % of the run) and at the end, and the slope over the
+last half as MB per 1000 requests (least squares), and each kind's median latency.
+
+    .venv/bin/python bench/soak.py [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
+        [--clients 4] [--env NAME=VALUE] [--label TEXT] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import datetime
+import io
+import itertools
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import wave
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.results import machine, write_section  # noqa: E402
+from daemon.audio.pcm import resample_pcm  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+
+KINDS = (
+    "wyoming-stt", "wyoming-tts", "willow", "wis-tts", "openai-stt", "openai-tts", "chat",
+    "realtime",
+)  # fmt: skip
+SENTENCES = (
+    "Turn on the kitchen lights.",
+    "Set a timer for ten minutes.",
+    "What is the weather like tomorrow morning?",
+    "Play some quiet music in the living room and turn the volume down a little.",
+    "Is the front door locked?",
+)
+SAMPLE_S = 2.0
+"""How often the resident set is read."""
+RATE = 16000
+
+
+@dataclass
+class Sample:
+    """The daemon at one moment."""
+
+    at_s: float
+    requests: int
+    rss_mb: float
+    heap_mb: float
+
+
+@dataclass
+class Load:
+    """What the clients did."""
+
+    done: int = 0
+    failed: int = 0
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[str] = field(default_factory=list)
+
+
+def wav_bytes(pcm: bytes, rate: int = RATE) -> bytes:
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return out.getvalue()
+
+
+class Clients:
+    """One request of each kind against one daemon."""
+
+    def __init__(self, daemon: Daemon, clips: list[bytes]) -> None:
+        self.daemon = daemon
+        self.clips = clips
+        self.http = httpx.AsyncClient(base_url=daemon.url, timeout=120)
+        self.counter = itertools.count(1)
+
+    def text(self) -> str:
+        n = next(self.counter)
+        return f"Reminder number {n}: the bins go out on {random.choice(['Monday', 'Tuesday'])}."
+
+    def clip(self) -> bytes:
+        return random.choice(self.clips)
+
+    async def wyoming_stt(self) -> None:
+        from wyoming.asr import Transcribe
+        from wyoming.audio import AudioChunk, AudioStart, AudioStop
+        from wyoming.client import AsyncTcpClient
+
+        pcm = self.clip()
+        async with AsyncTcpClient("127.0.0.1", self.daemon.wyoming_port) as c:
+            await c.write_event(Transcribe(language="en").event())
+            await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+            for i in range(0, len(pcm), 320):
+                chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[i : i + 320])
+                await c.write_event(chunk.event())
+            await c.write_event(AudioStop().event())
+            await self._read_until(c, "transcript")
+
+    async def wyoming_tts(self) -> None:
+        from wyoming.client import AsyncTcpClient
+        from wyoming.tts import Synthesize
+
+        async with AsyncTcpClient("127.0.0.1", self.daemon.wyoming_port) as c:
+            await c.write_event(Synthesize(text=self.text()).event())
+            await self._read_until(c, "audio-stop")
+
+    @staticmethod
+    async def _read_until(client: object, kind: str) -> None:
+        while True:
+            event = await asyncio.wait_for(client.read_event(), 120)  # type: ignore[attr-defined]
+            if event is None or event.type == "error":
+                raise RuntimeError(f"{kind}: {event.data if event else 'closed'}")
+            if event.type == kind:
+                return
+
+    async def willow(self) -> None:
+        headers = {
+            "x-audio-sample-rate": "16000", "x-audio-bits": "16", "x-audio-channel": "1",
+            "x-audio-codec": "pcm", "content-type": "audio/pcm",
+        }  # fmt: skip
+        pcm = self.clip()
+
+        async def body() -> object:
+            for i in range(0, len(pcm), 3200):
+                yield pcm[i : i + 3200]
+
+        response = await self.http.post("/api/willow", content=body(), headers=headers)
+        response.raise_for_status()
+
+    async def wis_tts(self) -> None:
+        response = await self.http.get("/api/tts", params={"format": "WAV", "text": self.text()})
+        response.raise_for_status()
+
+    async def openai_stt(self) -> None:
+        files = {"file": ("command.wav", wav_bytes(self.clip()), "audio/wav")}
+        response = await self.http.post(
+            "/v1/audio/transcriptions", files=files, data={"model": "whisper-1"}
+        )
+        response.raise_for_status()
+
+    async def openai_tts(self) -> None:
+        body = {"model": "tts-1", "input": self.text(), "voice": "alloy", "response_format": "wav"}
+        response = await self.http.post("/v1/audio/speech", json=body)
+        response.raise_for_status()
+
+    async def chat(self) -> None:
+        n = next(self.counter)
+        body = {
+            "model": "hearth",
+            "messages": [{"role": "user", "content": f"What is {n} plus two? One short sentence."}],
+            "max_tokens": 24,
+        }
+        response = await self.http.post("/v1/chat/completions", json=body)
+        response.raise_for_status()
+
+    async def realtime(self) -> None:
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=f"{self.daemon.url}/v1", api_key="soak", max_retries=0)
+        pcm = resample_pcm(self.clip() + bytes(2 * RATE), RATE, 24000)
+        async with client.realtime.connect(model="gpt-realtime") as conn:
+            await conn.session.update(
+                session={"type": "realtime", "audio": {"input": {"turn_detection": None}}}
+            )
+            for offset in range(0, len(pcm), 9600):
+                audio = base64.b64encode(pcm[offset : offset + 9600]).decode()
+                await conn.input_audio_buffer.append(audio=audio)
+            await conn.input_audio_buffer.commit()
+            await conn.response.create()
+            async with asyncio.timeout(120):
+                while (event := await conn.recv()).type != "response.done":
+                    if event.type == "error":
+                        raise RuntimeError(f"realtime: {event.error}")
+
+    def call(self, kind: str) -> Callable[[], Awaitable[None]]:
+        return getattr(self, kind.replace("-", "_"))  # type: ignore[no-any-return]
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
+        return sum(p.memory_info().rss for p in procs) / 1e6
+    except psutil.Error:
+        return float("nan")
+
+
+async def heap_mb(http: httpx.AsyncClient) -> float:
+    """The native heap in use and held (glibc), from /metrics; NaN when not there."""
+    try:
+        text = (await http.get("/metrics", timeout=10)).text
+    except httpx.HTTPError:
+        return float("nan")
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("hearth_native_heap_bytes{") and 'kind="in_use"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total / 1e6 if total else float("nan")
+
+
+def slope_per_1000(samples: list[Sample]) -> float:
+    """Least-squares MB per 1000 requests over ``samples``."""
+    xs = np.array([s.requests for s in samples], dtype=float)
+    ys = np.array([s.rss_mb for s in samples], dtype=float)
+    if len(xs) < 3 or np.ptp(xs) == 0:
+        return float("nan")
+    return float(np.polyfit(xs, ys, 1)[0] * 1000)
+
+
+async def soak(
+    daemon: Daemon, kinds: tuple[str, ...], minutes: float, clients: int
+) -> tuple[Load, list[Sample], float]:
+    """Run the load; the load, the samples and the idle resident set before it."""
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    http = httpx.AsyncClient(base_url=daemon.url, timeout=120)
+    speech = Clients(daemon, [])
+    for sentence in SENTENCES:  # the clips come from the daemon's own voice
+        body = {"model": "tts-1", "input": sentence, "response_format": "pcm"}
+        pcm24 = (await http.post("/v1/audio/speech", json=body)).content
+        speech.clips.append(bytes(4800) + resample_pcm(pcm24, 24000, RATE) + bytes(9600))
+    await asyncio.sleep(5)
+    idle = rss_mb(pid)
+    load = Load()
+    samples: list[Sample] = []
+    began = time.monotonic()
+    stop_at = began + minutes * 60
+
+    async def client(n: int) -> None:
+        order = itertools.cycle(kinds[n % len(kinds) :] + kinds[: n % len(kinds)])
+        while time.monotonic() < stop_at:
+            kind = next(order)
+            t0 = time.monotonic()
+            try:
+                await speech.call(kind)()
+                load.done += 1
+                load.latencies[kind].append(time.monotonic() - t0)
+            except Exception as exc:  # noqa: BLE001 - counted, and the soak goes on
+                load.failed += 1
+                load.errors.append(f"{kind}: {exc!r:.200}")
+
+    async def sampler() -> None:
+        while time.monotonic() < stop_at:
+            samples.append(
+                Sample(time.monotonic() - began, load.done, rss_mb(pid), await heap_mb(http))
+            )
+            await asyncio.sleep(SAMPLE_S)
+
+    await asyncio.gather(sampler(), *(client(n) for n in range(clients)))
+    samples.append(Sample(time.monotonic() - began, load.done, rss_mb(pid), await heap_mb(http)))
+    await http.aclose()
+    await speech.http.aclose()
+    return load, samples, idle
+
+
+@dataclass
+class Row:
+    """One soak's line in the table."""
+
+    label: str
+    load: Load
+    samples: list[Sample]
+    idle: float
+
+    def at(self, share: float) -> Sample:
+        cut = self.samples[-1].at_s * share
+        return next(s for s in self.samples if s.at_s >= cut)
+
+    def cells(self) -> str:
+        warm, end = self.at(0.3), self.samples[-1]
+        half = [s for s in self.samples if s.at_s >= self.samples[-1].at_s / 2]
+        heap = end.heap_mb
+        latency = ", ".join(
+            f"{k} {statistics.median(v) * 1000:.0f}" for k, v in sorted(self.load.latencies.items())
+        )
+        return (
+            f"| {self.label} | {self.load.done} | {self.load.failed} | {self.idle:.0f} | "
+            f"{warm.rss_mb:.0f} | {end.rss_mb:.0f} | {end.rss_mb - warm.rss_mb:+.0f} | "
+            f"{slope_per_1000(half):.1f} | {heap:.0f} | {latency} |"
+        )
+
+
+HEADER = (
+    "| soak | requests | failures | RSS idle (MB) | RSS after 30 % (MB) | RSS at the end (MB) "
+    "| end - warm-up (MB) | slope, last half (MB per 1000) | native heap in use (MB) "
+    "| median latency by kind (ms) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+)
+
+
+def run_one(
+    kinds: tuple[str, ...], minutes: float, clients: int, env: dict[str, str], label: str
+) -> Row:
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = "limits:\n  max_queue: 256\n"
+        with Daemon(Path(tmp), extra, env=env) as daemon:
+            load, samples, idle = asyncio.run(soak(daemon, kinds, minutes, clients))
+    row = Row(label, load, samples, idle)
+    print(HEADER.splitlines()[0])
+    print(row.cells(), flush=True)
+    for error in load.errors[:5]:
+        print("  failed:", error)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--kinds", default="mixed", help="mixed, each, or KIND[,KIND]")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--section", default="soak")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    env = dict(item.split("=", 1) for item in args.env)
+    if args.kinds == "each":
+        plans = [((kind,), kind) for kind in KINDS]
+    elif args.kinds == "mixed":
+        plans = [(KINDS, "mixed")]
+    else:
+        chosen = tuple(args.kinds.split(","))
+        unknown = set(chosen) - set(KINDS)
+        if unknown:
+            raise SystemExit(f"unknown kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+        plans = [(chosen, "+".join(chosen))]
+    rows = [
+        run_one(kinds, args.minutes, args.clients, env, f"{label} {args.label}".strip())
+        for kinds, label in plans
+    ]
+    table = "\n".join(
+        [
+            f"## Soak: memory against requests served (`bench/soak.py`, {args.kinds})",
+            "",
+            f"{machine()}; {datetime.date.today().isoformat()}; {args.minutes:g} minutes each, "
+            f"{args.clients} clients in a loop{'; ' + ' '.join(args.env) if args.env else ''}.",
+            "",
+            HEADER,
+            *(row.cells() for row in rows),
+        ]
+    )
+    print(table)
+    if not args.no_write:
+        write_section(args.section, table)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
