@@ -12,18 +12,20 @@
 #
 # GPU picks what `make install` puts in the venv (cpu, or cuda: the CUDA 12 runtime
 # wheels and onnxruntime-gpu, exactly the Makefile's cuda path). llama-cpp-python is
-# compiled for every x86-64 CPU (its CPU kernels chosen at run time) unless a wheel of it
-# lies in .wheels/ in the context: the tests put the one `make install` built there.
+# compiled for a baseline CPU, not the build machine's: x86-64-v3 (AVX2, FMA, F16C: every
+# Intel core since 2013, the N100, every AMD Zen) or armv8-a with NEON (every Raspberry Pi
+# from the 3, Home Assistant Green), unless LLAMA_CMAKE_ARGS says otherwise or a wheel of
+# it lies in .wheels/ in the context (the tests put the one `make install` built there).
+# CTranslate2 and onnxruntime choose their CPU kernels when they start.
 ARG BUILD_FROM=debian:bookworm-slim
 
 FROM ${BUILD_FROM} AS build
 ARG GPU=cpu
-ARG LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON"
+ARG LLAMA_CMAKE_ARGS=""
 ENV DEBIAN_FRONTEND=noninteractive \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_ROOT_USER_ACTION=ignore \
-    CMAKE_ARGS=${LLAMA_CMAKE_ARGS}
+    PIP_ROOT_USER_ACTION=ignore
 # A CA bundle, where the network needs one, comes as a build secret and is never kept.
 RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then \
@@ -42,7 +44,12 @@ COPY voices voices
 COPY .wheels .wheels
 RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi; \
-    export PIP_FIND_LINKS=/src/.wheels \
+    case "$(uname -m)" in \
+      x86_64) BASELINE="-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" ;; \
+      aarch64) BASELINE="-DGGML_CPU_ARM_ARCH=armv8-a" ;; \
+    esac; \
+    export CMAKE_ARGS="${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF $BASELINE}" \
+    && export PIP_FIND_LINKS=/src/.wheels \
     && make install VENV=/opt/hearth INSTALL_SPEC=. GPU=${GPU} PYTHON=python3 \
     && /opt/hearth/bin/python -m pip uninstall -q -y pip setuptools wheel \
     && find /opt/hearth -name '__pycache__' -prune -exec rm -rf {} + \

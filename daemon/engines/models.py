@@ -157,6 +157,9 @@ def embedded_joined(item: EmbeddedChunks, models_dir: Path | None = None) -> Pat
     _check_companions(chunks[0].parent, item)
     failures = []
     for place in places:
+        if place.is_dir() and not os.access(place, os.W_OK):
+            failures.append(f"{place}: not writable")  # a service's or an image's venv
+            continue
         try:
             return _join(chunks, place / item.filename, item)
         except OSError as exc:
