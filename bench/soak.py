@@ -105,7 +105,11 @@ class Clients:
     def __init__(self, daemon: Daemon, clips: list[bytes]) -> None:
         self.daemon = daemon
         self.clips = clips
-        self.http = httpx.AsyncClient(base_url=daemon.url, timeout=120)
+        # A new connection per request, as Home Assistant and Willow devices make them (a
+        # pooled one the server closed after its keep-alive wait fails the next request
+        # by chance, a race of HTTP, not a fault of either side).
+        limits = httpx.Limits(max_keepalive_connections=0)
+        self.http = httpx.AsyncClient(base_url=daemon.url, timeout=120, limits=limits)
         self.counter = itertools.count(1)
 
     def text(self) -> str:
@@ -280,7 +284,18 @@ async def soak(
             )
             await asyncio.sleep(SAMPLE_S)
 
-    await asyncio.gather(sampler(), *(client(n) for n in range(clients)))
+    async def progress() -> None:
+        while time.monotonic() < stop_at:
+            await asyncio.sleep(60)
+            last = samples[-1] if samples else None
+            if last is not None:
+                print(
+                    f"  {last.at_s / 60:4.1f} min: {last.requests} requests, "
+                    f"{load.failed} failed, RSS {last.rss_mb:.0f} MB",
+                    flush=True,
+                )
+
+    await asyncio.gather(sampler(), progress(), *(client(n) for n in range(clients)))
     samples.append(Sample(time.monotonic() - began, load.done, rss_mb(pid), await heap_mb(http)))
     await http.aclose()
     await speech.http.aclose()

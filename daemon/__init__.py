@@ -10,6 +10,7 @@ there and what it may import. From the bottom up:
 * ``audio/``: the one internal PCM format, decoding and encoding.
 * ``engines/``: the models behind narrow interfaces (ASR, VAD, TTS, LLM), the
   worker pools, model lookup and the hardware plan.
+* ``speakers/``: the people Hearth knows by voice: their store and the lookup.
 * ``speech/``: what happens to an utterance: events, endpointing, the streaming
   session, the speech-to-speech pipeline, chat, file transcription, TTS streaming.
 * ``voices/``: making voices: import, enrollment, prompts, training.

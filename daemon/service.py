@@ -32,6 +32,7 @@ from daemon import __version__
 from daemon.config import Config
 from daemon.engines.hardware import HardwareReport, probe
 from daemon.errors import ModelUnavailable
+from daemon.ops import memory
 from daemon.ops.inflight import InFlight
 from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
@@ -87,6 +88,8 @@ class HearthService:
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
         self.metrics = Metrics(self._metrics_snapshot)
+        self.trimmer = memory.Trimmer()
+        """Gives the allocator's free memory back now and then (months of uptime)."""
         self._stop_requested = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None
         self._stopping_now: asyncio.Task[None] | None = None
@@ -143,6 +146,7 @@ class HearthService:
         if self._stopping is not None:
             return  # stopped while loading: never READY
         self._start_mdns()
+        self.trimmer.start()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
         # Voice training interrupted by a stop or a reboot goes on from its last checkpoint.
@@ -350,7 +354,7 @@ class HearthService:
 
     async def _drain(self, grace_s: float) -> None:
         """Unregister mDNS while every listener stops; requests get ``grace_s``."""
-        await asyncio.gather(self.mdns.stop(), self._stop_listeners(grace_s))
+        await asyncio.gather(self.mdns.stop(), self._stop_listeners(grace_s), self.trimmer.stop())
 
     async def _stop_listeners(self, grace_s: float) -> None:
         """Stop every listener at once; one that fails to stop does not hold up the rest."""

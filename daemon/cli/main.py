@@ -12,6 +12,7 @@ from daemon import __version__
 from daemon.config import Config, load_config
 from daemon.config.addon import ADDON_CONFIG_FILE, read_options
 from daemon.errors import ConfigError, HearthError
+from daemon.ops import memory
 from daemon.ops.logs import setup_logging
 from daemon.ops.supervisor import addon_context
 
@@ -173,6 +174,9 @@ def _install_service(args: argparse.Namespace) -> int:
 
 
 def _serve(config: Config) -> int:
+    # Before the engines and their worker threads: each thread that contends for the
+    # allocator would get an arena of its own, and each arena keeps its own holes.
+    memory.limit_arenas(memory.ARENAS)
     from daemon.service import HearthService
 
     return asyncio.run(HearthService(config).run())

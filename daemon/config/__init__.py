@@ -2,7 +2,7 @@
 and the environment.
 
 Validation errors name the file, the line and the key path, e.g.
-``config.yaml:14 asr.models.tiny.beam_size: must be an integer >= 1, got "five"``,
+``config.yaml:14 asr.models.tiny.beam_size: must be an integer between 1 and 10, got "five"``,
 or the environment variable that set the value. The documented default lives in
 ``config.yaml`` at the project root; every field here has the same default so that
 an empty file is a valid configuration.

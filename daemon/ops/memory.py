@@ -15,6 +15,8 @@ not glibc.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -110,3 +112,43 @@ def trim() -> int:
     before = resident_bytes()
     libc.malloc_trim(0)
     return max(0, before - resident_bytes())
+
+
+ARENAS = 2
+"""glibc arenas the daemon allows (glibc's own default is 8 per core): its threads
+mostly wait on models, so they rarely contend for the allocator, and fewer arenas hold
+fewer holes (bench/RESULTS.md, "Soak")."""
+TRIM_EVERY_S = 60.0
+"""How often the allocator's free memory is given back to the system."""
+
+
+class Trimmer:
+    """Gives the allocator's free memory back every :data:`TRIM_EVERY_S`, in a worker
+    thread; ``stop`` is safe to call more than once."""
+
+    def __init__(self, every_s: float = TRIM_EVERY_S) -> None:
+        self.every_s = every_s
+        self.freed = 0
+        """Bytes of resident set given back so far (about)."""
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start trimming (on the running loop); nothing where glibc is not the allocator."""
+        if self._task is None and _libc() is not None:
+            self._task = asyncio.create_task(self._run(), name="memory-trim")
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            freed = await asyncio.to_thread(trim)
+            self.freed += freed
+            if freed >= 1 << 20:
+                _LOGGER.debug("Gave %.0f MB of free heap back to the system", freed / 1e6)
+
+    async def stop(self) -> None:
+        """Stop trimming."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from daemon.engines.tts.base import SynthesisOptions, TtsEngine
@@ -15,6 +17,46 @@ from daemon.errors import UnknownVoice
 _LOGGER = logging.getLogger(__name__)
 _Key = tuple[str, str, int]
 """A loaded voice: name, model path and model change time."""
+
+
+def session_options() -> Any:
+    """onnxruntime options for a Piper voice: no memory arena, no memory patterns.
+
+    Every sentence is one run whose input is as long as its phonemes. onnxruntime's
+    defaults keep an arena that grows to the longest sentence ever spoken and is never
+    given back, and a memory plan for each input length seen, never dropped: a daemon
+    that speaks new sentences for months would hold more of both every week
+    (bench/RESULTS.md, "Soak"). Allocations go to the C allocator instead, whose free
+    memory the daemon gives back (:mod:`daemon.ops.memory`).
+    """
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.enable_cpu_mem_arena = False
+    options.enable_mem_pattern = False
+    return options
+
+
+def load_voice(model_path: Path, config_path: Path, use_cuda: bool = False) -> Any:
+    """A Piper voice, as Piper's own loader makes it, with :func:`session_options`."""
+    import onnxruntime
+    from piper import PiperVoice
+    from piper.config import PiperConfig
+    from piper.voice import ESPEAK_DATA_DIR
+
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    providers: list[Any] = ["CPUExecutionProvider"]
+    if use_cuda:
+        providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]
+    session = onnxruntime.InferenceSession(
+        str(model_path), sess_options=session_options(), providers=providers
+    )
+    return PiperVoice(
+        config=PiperConfig.from_dict(config),
+        session=session,
+        espeak_data_dir=Path(ESPEAK_DATA_DIR),
+        download_dir=Path.cwd(),
+    )
 
 
 class PiperTts(TtsEngine):
@@ -64,9 +106,7 @@ class PiperTts(TtsEngine):
 
     def _read(self, voice: VoiceInfo) -> Any:
         """Load the voice's model from disk (blocking, seconds)."""
-        from piper import PiperVoice
-
-        return PiperVoice.load(voice.model_path, voice.config_path, use_cuda=self.use_cuda)
+        return load_voice(voice.model_path, voice.config_path, self.use_cuda)
 
     def preload(self, voice: VoiceInfo) -> None:
         """Load the voice now."""

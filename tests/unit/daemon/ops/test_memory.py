@@ -24,3 +24,17 @@ def test_the_operators_arena_limit_wins(monkeypatch):
     monkeypatch.delenv("MALLOC_ARENA_MAX")
     assert memory.limit_arenas(0) is False
     assert memory.limit_arenas(2) is True
+
+
+async def test_the_trimmer_gives_memory_back_until_stopped():
+    trimmer = memory.Trimmer(every_s=0.01)
+    trimmer.start()
+    trimmer.start()  # once is enough
+    blocks = [ctypes.create_string_buffer(64 * 1024) for _ in range(200)]
+    del blocks
+    import asyncio
+
+    await asyncio.sleep(0.1)
+    await trimmer.stop()
+    await trimmer.stop()  # safe twice
+    assert trimmer.freed >= 0 and trimmer._task is None
