@@ -15,7 +15,11 @@ whole files; ``speak`` streams synthesized speech in any output format;
 transcript and reply, barge-in, the household gate and renewal after a reload. Its
 decisions are the pure state machine in ``conversation_state`` (idle, waiting for
 the wake word, listening, thinking, speaking); ``reply`` holds the reply under way
-and ``tasks`` the tasks an owner spawns.
+and ``tasks`` the tasks an owner spawns; ``finals`` gives each final its speaker
+(within the profile's wait, or verified) and a translation. ``request`` is one turn a
+client sends and waits on (a Wyoming ``transcribe``, a Willow upload, ``/api/sts``),
+within its profile's audio cap and deadline, keeping the audio when asked
+(``recording``); ``upload`` answers a whole file the same way.
 
 Speech may import ``daemon.errors``, ``daemon.config``, ``daemon.ops``,
 ``daemon.audio``, ``daemon.engines`` and ``daemon.speakers``.

@@ -20,18 +20,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from daemon.audio.pcm import AudioFormat
+from daemon.engines.access import AsrAccess
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.wake.library import WakeModelInfo
 from daemon.errors import HearthError, InvalidRequest
-from daemon.speakers.service import SpeakerLookup, SpeakerService
+from daemon.speakers.service import SpeakerService
 from daemon.speech import conversation_state as cs
 from daemon.speech import events as ev
 from daemon.speech.chat import ChatOptions
+from daemon.speech.finals import Identify, Utterance
 from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
 from daemon.speech.reply import SAY_BURST, Playback, ReplySlot, SayBudget, said
 from daemon.speech.session import SpeechSession
@@ -42,8 +44,6 @@ from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNo
 _LOGGER = logging.getLogger(__name__)
 MAX_EVENTS = 256
 """Events held for a reader that has not taken them (then producers wait)."""
-SPEAKER_WAIT_S = 0.25
-"""How long a transcript waits for its speaker's name (an embedding takes ~30 ms)."""
 GATE_WAIT_S = 3.0
 """How long the household gate waits for it: the decision needs the answer."""
 __all__ = ["SAY_BURST", "Conversation", "ConversationEvent", "Hearing", "Mode", "Playback"]
@@ -56,7 +56,7 @@ Mode = cs.Mode
 Phase = cs.Phase
 
 
-class Services(Protocol):
+class Services(AsrAccess, Protocol):
     """What a conversation takes from the loaded engines (read afresh after a reload)."""
 
     @property
@@ -87,6 +87,12 @@ class Hearing:
     """Wake mode's detector (the conversation closes it)."""
     wake_model: WakeModelInfo | None = None
     command_timeout_s: float = 8.0
+    speaker_wait_s: float | None = 0.25
+    """How long a final waits for its speaker's name (the profile's; None: until known)."""
+    identify: Identify = Identify.NAME
+    """What the client wants to know of who spoke."""
+    translate: bool = False
+    """Each final carries its English translation too."""
 
 
 class Conversation:
@@ -322,14 +328,14 @@ class Conversation:
                 self.id, hearing.speak, hearing.tts_options, self.chat_options
             )
             replies.speaker = self._last_speaker
-        lookup = SpeakerLookup(services.speakers)
-        speech.on_utterance = lookup.start
+        utterance = self._utterance(services)
+        speech.on_utterance = utterance.start
         try:
             async for event in speech.events():
                 if isinstance(event, ev.FinalTranscript):
-                    await self._heard(event, lookup, replies, generation)
-                    lookup = SpeakerLookup(services.speakers)
-                    speech.on_utterance = lookup.start
+                    await self._heard(event, utterance, replies, generation, speech)
+                    utterance = self._utterance(services)
+                    speech.on_utterance = utterance.start
                     continue
                 await self._emit(event)  # the speech first, then what it stops
                 if isinstance(event, ev.VoiceStarted):
@@ -337,6 +343,7 @@ class Conversation:
                 if replies is not None:
                     replies.chat_options = self.chat_options  # a change applies from now on
                     await replies.observe(event)
+            await self._own_end_failed(speech)
         except HearthError as exc:
             await self._emit(ev.RunError(exc.code, exc.message))
         except Exception:  # noqa: BLE001 - a reader that dies would leave the client deaf
@@ -345,23 +352,49 @@ class Conversation:
             if self._speech is speech:
                 await self.mute()
         finally:
-            lookup.cancel()
+            utterance.cancel()
             if replies is not None:
                 await replies.close()
+
+    def _utterance(self, services: Services) -> Utterance:
+        hearing = self.hearing
+        assert hearing is not None
+        return Utterance(services.speakers, hearing.identify, hearing.translate)
+
+    async def _own_end_failed(self, speech: SpeechSession) -> None:
+        """A session that ended the turn itself and whose final decode failed ends its
+        stream without a final: the client hears why now, while it may still send."""
+        ended = speech.ended
+        if ended is None:
+            return
+        await asyncio.wait({ended})
+        if ended.cancelled() or (exc := ended.exception()) is None:
+            return
+        if isinstance(exc, HearthError):
+            _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
+            await self._emit(ev.RunError(exc.code, exc.message))
+        else:
+            _LOGGER.error("[%s] the transcript failed", self.id, exc_info=exc)
+            await self._emit(ev.RunError("internal-error", "internal error"))
 
     async def _heard(
         self,
         final: ev.FinalTranscript,
-        lookup: SpeakerLookup,
+        utterance: Utterance,
         replies: SpeculativeReplies | None,
         generation: int,
+        speech: SpeechSession,
     ) -> None:
         """An utterance's final: name its speaker, then reply, ignore or just pass it on."""
+        hearing = self.hearing
+        assert hearing is not None
         gate = self.state.require_known and self.state.continuous
-        match = await lookup.match(GATE_WAIT_S if gate else SPEAKER_WAIT_S)
-        if match is not None and match.name is not None:
-            final = replace(final, speaker=match.name)
-            self._last_speaker = match.name
+        wait = GATE_WAIT_S if gate else hearing.speaker_wait_s
+        services = self._services()
+        options = speech.options.transcribe
+        final = await utterance.complete(final, wait, services, speech.asr, options)
+        if final.speaker is not None:
+            self._last_speaker = final.speaker
         if generation != self._generation:
             await self._emit(final)  # a push-to-talk final from before the last listen
             return
@@ -402,14 +435,17 @@ async def _open_session(hearing: Hearing) -> SpeechSession:
 async def _finish_speech(
     speech: SpeechSession, emit: Callable[[ConversationEvent], Awaitable[None]], owner: str
 ) -> None:
-    """Push-to-talk: the final decode, beside the caller; a failure is the client's event."""
+    """Push-to-talk: the final decode, beside the caller; a failure is the client's event
+    (unless the session ended the turn itself: its reader reports that one)."""
     try:
         await speech.finish()
     except HearthError as exc:
-        await emit(ev.RunError(exc.code, exc.message))
+        if speech.ended is None:
+            await emit(ev.RunError(exc.code, exc.message))
     except Exception:  # noqa: BLE001 - the conversation lives on; the client hears why
-        _LOGGER.exception("[%s] final decode failed", owner)
-        await emit(ev.RunError("internal-error", "internal error"))
+        if speech.ended is None:
+            _LOGGER.exception("[%s] final decode failed", owner)
+            await emit(ev.RunError("internal-error", "internal error"))
     finally:
         await speech.close()
 

@@ -67,6 +67,11 @@ class FinalTranscript:
     """True when a speculative decode started before the end of input was used."""
     speaker: str | None = None
     """The enrolled speaker whose voice this is, when verification found one."""
+    verified: tuple[tuple[str, float], ...] = ()
+    """Verification asked: every enrolled speaker whose voice matched at or above the
+    threshold, with its cosine similarity, best first."""
+    translation: str | None = None
+    """The utterance in English, when a translation was asked for."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ class FileTranscript:
     segments: tuple[Segment, ...] = ()
     translation: str | None = None
     """English translation, when asked for."""
+    speaker: str | None = None
+    """The enrolled speaker whose voice it is (asked for, and found)."""
+    identified: bool = False
+    """Whether the voice was compared with enrolled ones (asked for, and anyone is
+    enrolled): then ``speaker`` None means a voice nobody enrolled."""
 
 
 def speedup(audio_ms: float, infer_ms: float) -> int:

@@ -12,17 +12,13 @@ answers a call the model made (see :mod:`~protocols.realtime.tools`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from daemon.audio.pcm import PcmConverter
 from daemon.engines.llm.base import ToolSet
 from daemon.engines.tts.base import SynthesisOptions
-from daemon.errors import AudioTooLong, HearthError
+from daemon.errors import HearthError
 from daemon.speech.chat import ChatOptions
 from protocols.realtime import config as cfg
 from protocols.realtime import tools
@@ -125,13 +121,10 @@ async def _transcribe(
     """The words of an audio item, decoded whole."""
     facade = session.hearth()
     try:
-        samples = await asyncio.to_thread(_internal, pcm, fmt)
-        limit = facade.limits.max_audio_s
-        if len(samples) > limit * 16000:
-            raise AudioTooLong(f"the audio is longer than {limit:g} s")
         config = session.config
         options = config.transcribe_options()
-        result = await facade.transcribe_file(samples, session.asr_model(config), options)
+        model = session.asr_model(config)
+        result = await facade.transcribe_pcm(fmt.pcm, pcm, model, options)
         await session.book.transcribed(user, result.text, result.audio_ms)
     except HearthError as exc:
         user.resolve("")
@@ -146,12 +139,6 @@ async def _transcribe(
         )
     finally:
         user.resolve("")  # never left waiting, whatever happened
-
-
-def _internal(pcm: bytes, fmt: WireFormat) -> np.ndarray:
-    """PCM of ``fmt`` as Hearth's 16 kHz int16 samples (blocking)."""
-    converter = PcmConverter(fmt.pcm)
-    return np.concatenate([converter.convert(pcm), converter.flush()])
 
 
 def _content(content: object) -> tuple[list[str], object | None]:

@@ -299,9 +299,8 @@ class WyomingConnection:
         await self._drop_asr()
         request = self._transcribe
         self._transcribe = Transcribe()
-        self._asr = AsrRequest(
-            self, self.hearth, request, AudioFormat(start.rate, start.width, start.channels)
-        )
+        fmt = AudioFormat(start.rate, start.width, start.channels)
+        self._asr = await AsrRequest.open(self, self.hearth, request, fmt)
         await self.write(TranscriptStart(language=self._asr.language).event())
         self._asr.begin()
 

@@ -1,0 +1,73 @@
+"""One request's deadline, shared by every wait of the request, armed at once or later.
+
+Every request has a deadline (``limits.request_timeout_s``), and it belongs to the core:
+a profile says how long it is and when it starts (an upload's whole exchange counts; a
+live stream's starts at the end of its audio, since the speaker paces the rest). A
+request's waits (reading its body, its events, its final) each run inside
+:meth:`Deadline.bound`; arming the deadline later reaches the waits already under way,
+and lifting it (the answer is known) frees them. Past it, a wait raises
+:class:`~daemon.errors.RequestTimeout`, which every protocol maps once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from daemon.errors import RequestTimeout
+
+
+class Deadline:
+    """A deadline of ``seconds``, from :meth:`arm` on (see the module docstring)."""
+
+    def __init__(self, seconds: float, *, armed: bool = True) -> None:
+        self.seconds = seconds
+        self.at: float | None = None
+        """When it passes (the loop's clock); None: not armed, or lifted."""
+        self._lifted = False
+        self._waits: set[asyncio.Timeout] = set()
+        if armed:
+            self.arm()
+
+    def arm(self) -> None:
+        """Start counting now (once; a lifted deadline stays lifted)."""
+        if self.at is not None or self._lifted:
+            return
+        self.at = asyncio.get_running_loop().time() + self.seconds
+        for wait in self._waits:
+            wait.reschedule(self.at)
+
+    def lift(self) -> None:
+        """The answer is known: waits from now on are not bounded."""
+        self._lifted = True
+        self.at = None
+        for wait in self._waits:
+            wait.reschedule(None)
+
+    @property
+    def passed(self) -> bool:
+        """Whether it is armed and over."""
+        return self.at is not None and asyncio.get_running_loop().time() >= self.at
+
+    def error(self) -> RequestTimeout:
+        """The error of a request past it."""
+        return RequestTimeout(
+            f"the request took longer than {self.seconds:g} s (limits.request_timeout_s)"
+        )
+
+    @contextlib.asynccontextmanager
+    async def bound(self) -> AsyncIterator[None]:
+        """Run the body within the deadline (RequestTimeout past it)."""
+        wait = asyncio.timeout_at(self.at)
+        try:
+            async with wait:
+                self._waits.add(wait)
+                try:
+                    yield
+                finally:
+                    self._waits.discard(wait)
+        except TimeoutError:
+            if not wait.expired():
+                raise  # another timeout, not this deadline's
+            raise self.error() from None
