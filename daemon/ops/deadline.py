@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 from daemon.errors import RequestTimeout
+
+T = TypeVar("T")
 
 
 class Deadline:
@@ -71,3 +74,22 @@ class Deadline:
             if not wait.expired():
                 raise  # another timeout, not this deadline's
             raise self.error() from None
+
+
+async def bounded(deadline: Deadline, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """``items``, each waited for within ``deadline`` (RequestTimeout past it).
+
+    Each wait is bounded alone: a bound held across a ``yield`` would cancel the
+    reader's own work, not the wait. The source is closed when the reader stops."""
+    try:
+        while True:
+            async with deadline.bound():
+                try:
+                    item = await anext(items)
+                except StopAsyncIteration:
+                    return
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            await close()

@@ -13,8 +13,10 @@ from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import ModelUnavailable, UnknownVoice
+from daemon.ops.deadline import Deadline, bounded
 from daemon.runtime.door import Door
 from daemon.speech.chat import ChatService
+from daemon.speech.sentence_speaker import CLIENT_WAITING, SentenceSpeaker
 from daemon.speech.speak import SpeechStream, open_speech
 
 
@@ -75,8 +77,25 @@ class ReplyDoor(Door):
         return options
 
     def speak(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
-        """Synthesized audio of ``text``, sentence by sentence, through the TTS cache."""
-        return self._tts().stream_cached(text, options)
+        """Synthesized audio of ``text``, sentence by sentence, through the TTS cache,
+        within the request deadline (RequestTimeout past it)."""
+        deadline = Deadline(self.limits.request_timeout_s)
+        return bounded(deadline, self._tts().stream_cached(text, options))
+
+    def speak_stream(self, options: SynthesisOptions) -> SentenceSpeaker:
+        """A voice for text a client streams in pieces (spoken sentence by sentence
+        through the TTS cache); its audio is due within the request deadline from the
+        end of the text. At most ``limits.max_text_chars`` in all, and
+        :data:`~daemon.speech.sentence_speaker.CLIENT_WAITING` sentences waiting."""
+        limits = self.limits
+        return SentenceSpeaker(
+            self._tts(),
+            options,
+            max_waiting=CLIENT_WAITING,
+            max_chars=limits.max_text_chars,
+            cached=True,
+            deadline_s=limits.request_timeout_s,
+        )
 
     async def open_speech(
         self, text: str, options: SynthesisOptions, fmt: OutputFormat, use_cache: bool = True

@@ -4,7 +4,10 @@
 bounded event stream a session and a pipeline run hand their events through;
 ``endpoint`` is the pure endpointing state machine; ``session`` is the streaming
 speech session (conversion, VAD, endpointing, speculative and partial decodes);
-``pipeline`` runs speech → transcript → LLM → sentences → TTS; ``chat`` is the LLM
+``pipeline`` runs speech → transcript → LLM → sentences → TTS, through the one
+``sentence_speaker`` (text in pieces → sentences → voice audio, also for a client's
+streamed text); ``player`` is the one player of reply audio (paced to the client's
+clock, cut on barge-in) every transport frames for its wire; ``chat`` is the LLM
 with a system prompt, limits and per-conversation history; ``transcribe`` decodes
 whole files; ``speak`` streams synthesized speech in any output format;
 ``wake_gate`` lets only the audio after a wake word reach a session;

@@ -54,6 +54,7 @@ ignored utterances, phases) and the wake gate's notes."""
 Mode = cs.Mode
 """How a conversation hears (push-to-talk, hands-free, wake)."""
 Phase = cs.Phase
+_AUDIO = (ev.SpeechAudioStart, ev.SpeechAudio, ev.SpeechAudioStop)
 
 
 class Services(AsrAccess, Protocol):
@@ -116,7 +117,7 @@ class Conversation:
         self._last_speaker: str | None = None
         self._out: EventStream[ConversationEvent] = EventStream(MAX_EVENTS)
         self._tasks = OwnedTasks(f"conversation-{conversation_id}")
-        self._reply = ReplySlot(self._tasks, self._emit, playback)
+        self._reply = ReplySlot(self._tasks, self._emit, playback, self._drop_unsent_audio)
         self._says = SayBudget()
         self.chat_options = ChatOptions()
         """How replies are written (a client's instructions and limits): read as each starts."""
@@ -420,6 +421,9 @@ class Conversation:
 
     async def _emit(self, event: ConversationEvent) -> None:
         await self._out.put(event)
+
+    def _drop_unsent_audio(self) -> None:
+        self._out.drop(lambda event: isinstance(event, _AUDIO))
 
 
 async def _open_session(hearing: Hearing) -> SpeechSession:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 from daemon.engines.access import AsrAccess
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
-from daemon.ops.deadline import Deadline
+from daemon.ops.deadline import Deadline, bounded
 from daemon.speakers.service import SpeakerLookup, SpeakerService
 from daemon.speech.finals import Identify
 from daemon.speech.request import RequestLimits
@@ -84,17 +84,4 @@ async def stream_upload(
     deadline = Deadline(limits.deadline_s)
     async with deadline.bound():
         samples = await decode_upload(data, limits.max_audio_s)
-    return _within(deadline, stream_segments(engines, samples, model, options))
-
-
-async def _within(
-    deadline: Deadline, items: AsyncIterator[Segment | Transcript]
-) -> AsyncIterator[Segment | Transcript]:
-    # Each wait is bounded alone: a bound held across a yield would cancel the reader.
-    while True:
-        async with deadline.bound():
-            try:
-                item = await anext(items)
-            except StopAsyncIteration:
-                return
-        yield item
+    return bounded(deadline, stream_segments(engines, samples, model, options))

@@ -10,8 +10,9 @@ responses around replies) that maps the conversation's events onto server events
 ``objects`` writes items and responses as OpenAI does. ``config`` reads
 ``session.update`` (the generally available shape and the 2024 beta's) and writes the
 session back; ``wire`` builds server events and errors; ``audio`` converts the wire
-formats (24 kHz PCM, G.711); ``playback`` paces reply audio to the client and knows
-how much of it played.
+formats (24 kHz PCM, G.711). Reply audio is framed here as ``response.output_audio``
+events and paced by the core's player (:mod:`daemon.speech.player`), which knows how
+much of it played.
 
 The route, with its authentication, lives in the HTTP room
 (``protocols/http/realtime_route.py``) and hands the accepted socket over. ``calls``

@@ -19,6 +19,7 @@ from typing import Any
 
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent
+from daemon.speech.player import ReplyPlayer
 from protocols.realtime.audio import encoded
 from protocols.realtime.objects import (
     ITEM_STATUS,
@@ -27,7 +28,6 @@ from protocols.realtime.objects import (
     content_place,
     message_item,
 )
-from protocols.realtime.playback import PacedPlayback
 from protocols.realtime.wire import Event, error, event, new_id
 
 _LOGGER = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class Book:
         self,
         conversation_id: str,
         send: Send,
-        playback: PacedPlayback,
+        playback: ReplyPlayer[Event],
         new_response: Callable[[], Response],
     ) -> None:
         self.conversation_id = conversation_id
@@ -302,7 +302,6 @@ class Book:
         self.playback.after(finish)  # once its audio has gone out
 
     async def _interrupted(self, _: ev.ReplyInterrupted) -> None:
-        self.playback.clear()  # again: audio read after the barge-in must not play
         response = self.replying or self.draining
         if response is not None:
             status = "failed" if response.error is not None else "cancelled"

@@ -9,7 +9,7 @@ response that offers function tools goes the tool path
 (:mod:`~protocols.realtime.tools`); with tools and ``create_response``, the session
 asks for each heard turn's response itself. The conversation's events become server
 events through the :class:`~protocols.realtime.responses.Book`, and reply audio goes
-out paced by the :class:`~protocols.realtime.playback.PacedPlayback`.
+out paced by the core's :class:`~daemon.speech.player.ReplyPlayer`.
 
 Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the events waiting
 their turn at most :data:`MAX_QUEUED_BYTES`; a response must end within
@@ -33,6 +33,7 @@ from daemon.runtime.facade import Hearth
 from daemon.runtime.profiles import Sensitivity
 from daemon.speech.chat import ChatOptions
 from daemon.speech.conversation import Mode
+from daemon.speech.player import ReplyPlayer
 from daemon.speech.stream import EventStream
 from daemon.speech.tasks import OwnedTasks
 from protocols.realtime import config as cfg
@@ -40,7 +41,6 @@ from protocols.realtime import items, tools
 from protocols.realtime.audio import WireFormat, received
 from protocols.realtime.lane import Lane, Step
 from protocols.realtime.objects import Response
-from protocols.realtime.playback import PacedPlayback
 from protocols.realtime.responses import Book
 from protocols.realtime.wire import Event, Refused, beta_event, error, event, hearth_error, new_id
 
@@ -91,7 +91,8 @@ class RealtimeSession:
         self.system_items: list[str] = []
         """System messages the client added: they follow the instructions."""
         self._out: EventStream[Event] = EventStream(MAX_OUTBOX)
-        self.playback = PacedPlayback(self.send)
+        self.playback: ReplyPlayer[Event] = ReplyPlayer()
+        """The core's player: each reply audio event goes out paced to the client's clock."""
         self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
         self.book = Book(self.id, self.send, self.playback, self._default_response)
         self._lane = Lane(MAX_QUEUED_BYTES)
@@ -127,7 +128,7 @@ class RealtimeSession:
         self._tasks.spawn(self._write(), "write")
         self._tasks.spawn(self._translate(), "events")
         self._tasks.spawn(self._hear(), "hear")
-        self.playback.start()
+        self.playback.start(self.send)
         await self.send(event("session.created", session=self._rendered()))
         try:
             while not self._closed and (raw := await self._socket.receive()) is not None:

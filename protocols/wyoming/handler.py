@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from wyoming.asr import Transcribe, Transcript, TranscriptStart
@@ -49,18 +49,12 @@ from wyoming.tts import (
 
 from daemon.audio.pcm import AudioFormat
 from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.engines.tts.text import SentenceSplitter
-from daemon.errors import (
-    HearthError,
-    InvalidAudio,
-    InvalidRequest,
-    InvalidText,
-    TextTooLong,
-)
+from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
+from daemon.errors import HearthError, InvalidAudio, InvalidRequest, InvalidText
 from daemon.runtime.facade import Hearth
+from daemon.speech.sentence_speaker import SentenceSpeaker
 from protocols.wyoming.asr import AsrRequest
-from protocols.wyoming.errors import Reported, error_event, timed_out
+from protocols.wyoming.errors import Reported, error_event
 from protocols.wyoming.framing import FrameError, read_event
 from protocols.wyoming.info import build_info
 from protocols.wyoming.wake import WyomingWake
@@ -75,8 +69,6 @@ LINGER_BYTES = 64 * 1024 * 1024
 """After an error, at most this much of what the client still sends is read and dropped:
 half an hour of 16 kHz audio, so a client that sends a whole recording at once and reads
 only when its socket fills still finds the error, not a reset, when it reads."""
-MAX_QUEUED_SENTENCES = 128
-"""Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
 WRITE_TIMEOUT_S = 30.0
 """Longest wait for the client to take one event (s). A client that stops reading fills
 the socket buffers; without this its TTS request would hold a synthesis worker until
@@ -334,18 +326,13 @@ class WyomingConnection:
     async def _synthesize(self, request: Synthesize) -> None:
         hearth = self.hearth  # one request, one set of engines, even across a reload
         options = self._synthesis_options(hearth, request.voice)
-        timeout_s = hearth.limits.request_timeout_s
-        try:
-            async with asyncio.timeout(timeout_s):
-                await _speak(self, hearth.speak(request.text, options))
-        except TimeoutError:
-            raise timed_out(timeout_s) from None
+        await _send_audio(self, hearth.speak(request.text, options))
 
     async def _synthesize_start(self, start: SynthesizeStart) -> None:
         await self._drop_tts()
         hearth = self.hearth
         options = self._synthesis_options(hearth, start.voice)
-        self._tts = _TtsStream(self, hearth, options, hearth.limits.request_timeout_s)
+        self._tts = _TtsStream(self, hearth.speak_stream(options))
 
     async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
         if self._tts is None:
@@ -399,76 +386,43 @@ class WyomingConnection:
         await self.write(HandledStop().event())
 
 
-async def _speak(conn: WyomingConnection, blocks: Any) -> None:
+async def _send_audio(conn: WyomingConnection, blocks: AsyncIterator[SentenceAudio]) -> None:
     """One audio-start / audio-chunk... / audio-stop group for some sentences."""
     started = False
-    rate = 0
     async for block in blocks:
         if not started:
-            rate = block.rate
-            await conn.write(AudioStart(rate=rate, width=2, channels=1).event())
+            await conn.write(AudioStart(rate=block.rate, width=2, channels=1).event())
             started = True
-        step = SAMPLES_PER_CHUNK * 2
-        for offset in range(0, len(block.pcm), step):
-            await conn.write(
-                AudioChunk(
-                    rate=rate, width=2, channels=1, audio=block.pcm[offset : offset + step]
-                ).event()
-            )
+        await _send_chunks(conn, block)
     if started:
         await conn.write(AudioStop().event())
 
 
-class _TtsStream:
-    """Streaming synthesis: text arrives in pieces, audio leaves per sentence."""
+async def _send_chunks(conn: WyomingConnection, block: SentenceAudio) -> None:
+    step = SAMPLES_PER_CHUNK * 2
+    for offset in range(0, len(block.pcm), step):
+        chunk = block.pcm[offset : offset + step]
+        await conn.write(AudioChunk(rate=block.rate, width=2, channels=1, audio=chunk).event())
 
-    def __init__(
-        self,
-        conn: WyomingConnection,
-        hearth: Hearth,
-        options: SynthesisOptions,
-        timeout_s: float,
-    ) -> None:
+
+class _TtsStream:
+    """Streaming synthesis: text arrives in pieces (the core's sentence speaker speaks
+    it), and each finished sentence goes out as its own audio group."""
+
+    def __init__(self, conn: WyomingConnection, voice: SentenceSpeaker) -> None:
         self.conn = conn
-        self.hearth = hearth
-        self.options = options
-        self.timeout_s = timeout_s
-        self.splitter = SentenceSplitter()
-        self.chars = 0
-        self.max_chars = hearth.limits.max_text_chars
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue(MAX_QUEUED_SENTENCES + 1)
+        self.voice = voice
         self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
         self.error: HearthError | None = None
 
     def add(self, text: str) -> None:
         if self.error is not None:
             raise self.error
-        self.chars += len(text)
-        if self.chars > self.max_chars:
-            raise TextTooLong(
-                f"streamed text is over {self.max_chars} characters (limits.max_text_chars)"
-            )
-        for sentence in self.splitter.feed(text):
-            self._queue(sentence)
-
-    def _queue(self, sentence: str) -> None:
-        # One slot stays free for the end marker.
-        if self.queue.qsize() >= MAX_QUEUED_SENTENCES:
-            raise TextTooLong(
-                f"more than {MAX_QUEUED_SENTENCES} streamed sentences wait for synthesis"
-            )
-        self.queue.put_nowait(sentence)
+        self.voice.write_now(text)
 
     async def finish(self) -> None:
-        for sentence in self.splitter.flush():
-            self._queue(sentence)
-        self.queue.put_nowait(None)
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                await self.task
-        except TimeoutError:
-            await self.cancel()
-            raise timed_out(self.timeout_s) from None
+        self.voice.end()
+        await self.task
         if self.error is not None:
             raise self.error
 
@@ -486,17 +440,21 @@ class _TtsStream:
             _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
 
     async def _run(self) -> None:
-        while (sentence := await self.queue.get()) is not None:
-            if self.error is not None:
-                continue
-            try:
-                await _speak(self.conn, self.hearth.speak(sentence, self.options))
-            except InvalidText:
-                continue  # a "sentence" with nothing speakable (e.g. only punctuation)
-            except HearthError as exc:
-                self.error = exc
-            except (asyncio.CancelledError, ConnectionError):
-                raise
-            except Exception:  # noqa: BLE001 - the client hears an error, not silence
-                _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
-                self.error = HearthError("internal error; see the daemon's log")
+        started = False
+        try:
+            async for _, block in self.voice.audio():
+                if block is None:  # the sentence is spoken: its group ends
+                    await self.conn.write(AudioStop().event())
+                    started = False
+                    continue
+                if not started:
+                    started = True
+                    await self.conn.write(AudioStart(rate=block.rate, width=2, channels=1).event())
+                await _send_chunks(self.conn, block)
+        except HearthError as exc:
+            self.error = exc
+        except (asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception:  # noqa: BLE001 - the client hears an error, not silence
+            _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
+            self.error = HearthError("internal error; see the daemon's log")

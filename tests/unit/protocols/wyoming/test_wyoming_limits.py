@@ -1,50 +1,15 @@
-"""Wyoming request limits with fakes: the streamed-TTS sentence count and deadlines."""
+"""Wyoming request limits with fakes: the core's deadline, reported on the wire."""
 
 import asyncio
 import time
 from dataclasses import replace
-from types import SimpleNamespace
 
-import pytest
 from wyoming.asr import Transcribe
 from wyoming.error import Error
 
-from daemon.errors import RequestTimeout, TextTooLong
-from protocols.wyoming.handler import MAX_QUEUED_SENTENCES, _TtsStream
 from protocols.wyoming.server import WyomingServer
 from tests.fakes import fake_config, fake_engines, utterance
 from tests.unit.protocols.wyoming.test_handler import Daemon
-
-
-class SlowHearth:
-    """Speech that never finishes a sentence: the queue behind it only grows."""
-
-    limits = SimpleNamespace(max_text_chars=1_000_000)
-
-    async def speak(self, text, options):
-        await asyncio.sleep(3600)
-        yield None
-
-
-def conn():
-    return SimpleNamespace(id="c", write=None)
-
-
-async def test_streamed_sentences_waiting_for_synthesis_are_bounded_by_count():
-    stream = _TtsStream(conn(), SlowHearth(), None, 60)
-    with pytest.raises(TextTooLong, match="sentences"):
-        for i in range(MAX_QUEUED_SENTENCES * 4):
-            stream.add(f"This is sentence number {i} of a long stream. ")
-    assert stream.queue.qsize() <= MAX_QUEUED_SENTENCES
-    await asyncio.wait_for(stream.cancel(), 5)
-
-
-async def test_streamed_synthesis_past_the_deadline_is_a_timeout():
-    stream = _TtsStream(conn(), SlowHearth(), None, 0.1)
-    stream.add("Hello there.")
-    with pytest.raises(RequestTimeout):
-        await asyncio.wait_for(stream.finish(), 5)
-    assert stream.task.done()
 
 
 async def test_a_transcript_past_the_core_deadline_is_a_timeout_error(tmp_path):
