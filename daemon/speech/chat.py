@@ -9,7 +9,14 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
-from daemon.engines.llm.base import ChatMessage, LlmEngine, ReplyPiece, Sampling, ToolSet
+from daemon.engines.llm.base import (
+    ChatMessage,
+    LlmEngine,
+    Reply,
+    ReplyPiece,
+    Sampling,
+    ToolSet,
+)
 from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
 from daemon.errors import InvalidRequest, InvalidText, TextTooLong
 
@@ -113,6 +120,9 @@ class ChatOptions:
     """The longest reply (tokens); None: ``llm.max_tokens``."""
     turns: tuple[ChatMessage, ...] = ()
     """Turns after the user's (a tool call and its results): the reply answers them."""
+    tools: ToolSet | None = None
+    """Functions the reply may call instead of (or beside) answering in words: its text
+    and its calls come from the one generation (:meth:`ChatService.converse`)."""
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
@@ -162,17 +172,6 @@ async def cut_text_repetition(
         tail = guard.finish()
         if tail:
             yield tail
-    finally:
-        if isinstance(pieces, AsyncGenerator):
-            await pieces.aclose()
-
-
-async def _text_only(pieces: AsyncIterator[ReplyPiece]) -> AsyncIterator[str]:
-    """The text of a reply (a tool call no tool was offered for is dropped)."""
-    try:
-        async for piece in pieces:
-            if isinstance(piece, str):
-                yield piece
     finally:
         if isinstance(pieces, AsyncGenerator):
             await pieces.aclose()
@@ -260,17 +259,34 @@ class ChatService:
         speaker: str | None = None,
         options: ChatOptions | None = None,
     ) -> AsyncIterator[str]:
-        """Stream the LLM's reply to ``text``.
+        """Stream the LLM's reply to ``text`` (its words; see :meth:`converse`)."""
+        pieces = self.converse(conversation_id, text, remember, speaker=speaker, options=options)
+        async for piece in pieces:
+            if isinstance(piece, str):
+                yield piece
+
+    async def converse(
+        self,
+        conversation_id: str,
+        text: str,
+        remember: bool = True,
+        *,
+        speaker: str | None = None,
+        options: ChatOptions | None = None,
+    ) -> AsyncIterator[ReplyPiece]:
+        """Stream the LLM's reply to ``text``: its words and, when ``options`` offer
+        tools, the pieces of the calls it makes, from one generation.
 
         Args:
             conversation_id: whose history to use and extend ("": none).
             text: what the person said.
-            remember: add the exchange to the history when the reply is complete; a
+            remember: add the exchange to the history when the reply is complete (and
+                made no call: a call's exchange goes on with its results); a
                 speculative reply passes False and is remembered only if it is used.
             speaker: the enrolled person who said it (None: not known); the system
                 prompt names them.
             options: the client's own instructions and limits (None: the configured),
-                and the tool turns the reply answers.
+                the tool turns the reply answers, and the tools it may call.
         """
         options = options or ChatOptions()
         self.check_options(options)
@@ -278,17 +294,23 @@ class ChatService:
             conversation_id, text, speaker=speaker, instructions=options.instructions
         )
         sampling = options.sampling(self.settings.sampling)
-        pieces: AsyncIterator[str]
-        if options.turns:  # the answer to tool results: text only, no tools offered now
-            pieces = _text_only(self.complete_tools(messages + list(options.turns), None, sampling))
+        pieces: AsyncIterator[ReplyPiece]
+        if options.tools is not None or options.turns:
+            pieces = self.complete_tools(messages + list(options.turns), options.tools, sampling)
         else:
             pieces = self.reply(messages, sampling)
-        parts: list[str] = []
-        async for piece in pieces:
-            parts.append(piece)
-            yield piece
-        if remember:
-            self.remember(conversation_id, text, "".join(parts).strip())
+        reply = Reply()
+        try:
+            async for piece in pieces:
+                if not isinstance(piece, str) and options.tools is None:
+                    continue  # a call no tool was offered for
+                reply.add(piece)
+                yield piece
+        finally:
+            if isinstance(pieces, AsyncGenerator):
+                await pieces.aclose()  # a reply cut short stops the generation now
+        if remember and not reply.calls:
+            self.remember(conversation_id, text, reply.text.strip())
 
     def check_options(self, options: ChatOptions) -> None:
         """Refuse instructions longer than a prompt may be (``limits.max_prompt_chars``)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from daemon.engines.llm.base import ToolCall
+
 
 @dataclass(frozen=True)
 class VoiceStarted:
@@ -94,6 +96,9 @@ class ReplyDone:
 
     text: str
     conversation_id: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the reply called (tools were offered): the exchange goes on with
+    their results, so it is not remembered yet."""
 
 
 @dataclass(frozen=True)

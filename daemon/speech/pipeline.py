@@ -9,6 +9,9 @@ it reads it from the start, while the audio still arrives, and calls the session
 sentence speaker (:mod:`~daemon.speech.sentence_speaker`): TTS starts on the first
 complete sentence while the LLM is still writing the rest.
 
+A reply that may call tools (``ChatOptions.tools``) is the same one generation: its
+words are spoken as they come, and its calls arrive whole with :class:`ReplyDone`.
+
 A run over a speech session also replies *speculatively*: when the session's
 speculative transcript arrives (the person has paused), the reply starts at once
 and its events are held back. If the final transcript is the same text, the held
@@ -22,7 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import replace
 
+from daemon.engines.llm.base import Reply
+from daemon.engines.llm.toolcalls import new_call_id
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.errors import HearthError
@@ -156,19 +162,22 @@ class _Reply:
             await self._out.put(_END)
 
     async def _think(self, voice: SentenceSpeaker | None) -> None:
-        parts: list[str] = []
-        async for piece in self._chat.chat(
+        reply = Reply()
+        async for piece in self._chat.converse(
             self._conversation_id,
             self.text,
             remember=False,
             speaker=self.speaker,
             options=self.chat_options,
         ):
-            parts.append(piece)
+            reply.add(piece)
+            if not isinstance(piece, str):
+                continue  # a piece of a tool call: the calls come whole with the end
             await self._out.put(ReplyChunk(piece))
             if voice is not None:
                 await voice.write(piece)
-        await self._out.put(ReplyDone("".join(parts).strip(), self._conversation_id))
+        calls = tuple(replace(c, id=c.id or new_call_id()) for c in reply.tool_calls)
+        await self._out.put(ReplyDone(reply.text.strip(), self._conversation_id, calls))
         if voice is not None:
             voice.end()
 
@@ -276,7 +285,7 @@ class PipelineRun:
                     await self._drop_speculation()
                     reply = self._new_reply(text)
                 async for event in reply.events():
-                    if isinstance(event, ReplyDone):
+                    if isinstance(event, ReplyDone) and not event.tool_calls:
                         self.pipeline.chat.remember(self.conversation_id, text, event.text)
                     yield event
         except asyncio.CancelledError:

@@ -55,14 +55,14 @@ class Response:
     asked: bool = False
     """The conversation was asked for its reply (a requested response)."""
     begun: bool = False
-    """Its output item was announced (the reply started)."""
+    """Its message item was announced (the reply's first words or audio)."""
     text: list[str] = field(default_factory=list)
     done_text: str | None = None
     rate: int = 24000
     audio_sent: bool = False
     error: dict[str, Any] | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
-    """The ``function_call`` items it made (then it has no message)."""
+    """The ``function_call`` items it made (after its message, when it had words)."""
     finished: bool = False
     deadline: asyncio.TimerHandle | None = None
 
@@ -85,8 +85,7 @@ class Response:
             "object": "realtime.response",
             "status": status,
             "status_details": details,
-            "output": list(self.calls)
-            or (output if self.begun and status != "in_progress" else []),
+            "output": (output if self.begun and status != "in_progress" else []) + self.calls,
             "conversation_id": conversation,
             "output_modalities": ["audio"] if self.speak else ["text"],
             "max_output_tokens": self.max_output_tokens or "inf",

@@ -17,6 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from daemon.engines.llm.base import ToolCall
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent
 from daemon.speech.player import ReplyPlayer
@@ -37,6 +38,7 @@ MAX_KNOWN_ITEMS = 512
 """Item ids remembered for ``truncate`` and ``delete`` (the oldest are forgotten)."""
 
 Send = Callable[[Event], Awaitable[None]]
+Called = Callable[[Response, str, list[ToolCall]], Awaitable[None]]
 
 
 class Book:
@@ -74,6 +76,8 @@ class Book:
         """A response whose reply is written, while its audio still goes out."""
         self.respond: Callable[[], Awaitable[None]] | None = None
         """Asks for a response to a heard turn (tools offered: the session answers it)."""
+        self.called: Called | None = None
+        """Turns the functions a reply called into items (the session's tool path)."""
         self.cancel_reason = "turn_detected"
         self.last_item: str | None = None
         self.known: OrderedDict[str, str] = OrderedDict()
@@ -237,6 +241,12 @@ class Book:
         self.response = response
         self.playback.begin()
         await self.created(response)
+
+    async def _open_message(self, response: Response) -> None:
+        """The reply's assistant message begins (at its first words or audio: a reply
+        that only calls functions has none)."""
+        if response.begun:
+            return
         response.begun = True
         previous = self.last_item
         self.remember(response.item_id, "assistant")
@@ -253,6 +263,7 @@ class Book:
         response = self.response
         if response is None:
             return
+        await self._open_message(response)
         response.text.append(chunk.text)
         kind = (
             "response.output_audio_transcript.delta"
@@ -262,12 +273,19 @@ class Book:
         await self._send(event(kind, **content_place(response), delta=chunk.text))
 
     async def _reply_done(self, done: ev.ReplyDone) -> None:
-        if self.response is not None:
-            self.response.done_text = done.text
+        response = self.response
+        if response is None:
+            return
+        response.done_text = done.text
+        if not done.tool_calls:
+            await self._open_message(response)  # a reply of no words still has its item
+        elif self.called is not None:
+            await self.called(response, done.text, list(done.tool_calls))
 
     async def _audio_start(self, start: ev.SpeechAudioStart) -> None:
         if self.response is not None:
             self.response.rate = start.rate
+            await self._open_message(self.response)
 
     async def _audio(self, audio: ev.SpeechAudio) -> None:
         response = self.response

@@ -95,6 +95,7 @@ class RealtimeSession:
         """The core's player: each reply audio event goes out paced to the client's clock."""
         self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
         self.book = Book(self.id, self.send, self.playback, self._default_response)
+        self.book.called = functools.partial(tools.called, self)
         self._lane = Lane(MAX_QUEUED_BYTES)
         self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
         self._input_ms = 0.0
