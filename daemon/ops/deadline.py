@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
 from daemon.errors import RequestTimeout
@@ -30,6 +30,7 @@ class Deadline:
         """When it passes (the loop's clock); None: not armed, or lifted."""
         self._lifted = False
         self._waits: set[asyncio.Timeout] = set()
+        self._expiry: asyncio.TimerHandle | None = None
         if armed:
             self.arm()
 
@@ -42,11 +43,24 @@ class Deadline:
             wait.reschedule(self.at)
 
     def lift(self) -> None:
-        """The answer is known: waits from now on are not bounded."""
+        """The answer is known: waits from now on are not bounded (and nothing is
+        called at the expiry)."""
         self._lifted = True
         self.at = None
         for wait in self._waits:
             wait.reschedule(None)
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    def on_expiry(self, callback: Callable[[RequestTimeout], None]) -> None:
+        """Call ``callback`` with the error when the (armed) deadline passes, unless it
+        is lifted first: for a request no single wait covers (a Realtime response
+        gathers words, then replies)."""
+        if self.at is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._expiry = loop.call_at(self.at, lambda: callback(self.error()))
 
     @property
     def passed(self) -> bool:

@@ -6,7 +6,8 @@ with their worker pools, the chat service and the speech pipeline
 protocol adapters see it through (:class:`~daemon.runtime.facade.Hearth`: open a
 conversation or a spoken request from a named profile, transcribe a file, open a
 wake stream, resolve a voice, speak, chat; its parts are ``speech_door`` for speech
-in and wake words, ``reply_door`` for voices, speech out and chat, on ``door``);
+in and wake words, ``reply_door`` for voices, speech out and chat, ``speakers_door``
+for the people known by voice, on ``door``);
 ``profiles`` collects each kind of client's timing and bounds in one place, named by
 what the client does (push-to-talk, hands-free, wake, a device upload, a client- or
 server-ended request, a file), never by its protocol;

@@ -27,18 +27,23 @@ from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.errors import InvalidRequest
+from daemon.ops.deadline import Deadline
 from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, Sensitivity, session_profiles
 from daemon.runtime.reply_door import ReplyDoor
+from daemon.runtime.speakers_door import SpeakersDoor
 from daemon.runtime.speech_door import SpeechDoor
 from daemon.speakers.service import SpeakerService
+from daemon.speakers.store import Speaker
 from daemon.speech.chat import ChatOptions
 from daemon.speech.conversation import Conversation, Hearing, Mode, Playback
 from daemon.speech.finals import Identify
 from daemon.speech.recording import Recording
 from daemon.speech.request import SpeechRequest
 from daemon.speech.session import SpeechSession
+
+__all__ = ["Deadline", "Hearth", "ModelView", "Speaker"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,11 @@ class ModelView:
     """Languages it speaks (ASR models; empty for the LLM)."""
 
 
-class Hearth(SpeechDoor, ReplyDoor):
+class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
     """One loaded set of engines, seen through the methods the adapters need (speech
     in and wake words: :class:`SpeechDoor`; voices, speech out and chat:
-    :class:`ReplyDoor`; views and conversations here)."""
+    :class:`ReplyDoor`; the people known by voice: :class:`SpeakersDoor`; views,
+    conversations and requests here)."""
 
     def __init__(self, engines: Engines, config: Config | None = None) -> None:
         self._engines = engines

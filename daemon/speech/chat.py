@@ -1,4 +1,8 @@
-"""The LLM as a conversation partner: prompt building, limits and bounded history."""
+"""The LLM as a conversation partner: prompt building, limits and bounded history.
+
+A client's own instructions and limits for its replies are a
+:class:`~daemon.engines.llm.values.ChatOptions` (re-exported here).
+"""
 
 from __future__ import annotations
 
@@ -18,9 +22,11 @@ from daemon.engines.llm.base import (
     ToolSet,
 )
 from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
-from daemon.errors import InvalidRequest, InvalidText, TextTooLong
+from daemon.engines.llm.values import ChatOptions
+from daemon.errors import InvalidText, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
+__all__ = ["ChatOptions", "ChatService", "ChatSettings", "ConversationStore", "speaker_line"]
 MAX_SPEAKER_CHARS = 64
 """The longest speaker name put in a system prompt (an enrolled name is at most this)."""
 
@@ -103,42 +109,6 @@ class ChatSettings:
     max_prompt_chars: int = 4000
     repeat_ngram: int = DEFAULT_NGRAM
     """A reply ends before a phrase of this many words comes again (0: never cut)."""
-
-
-@dataclass(frozen=True)
-class ChatOptions:
-    """One client's own instructions and limits for its replies (None: the configured).
-
-    A client that brings its own persona (the Realtime API's ``instructions``) replaces
-    the configured system prompt; the speaker's name is still added after it.
-    """
-
-    instructions: str | None = None
-    """The system prompt to use instead of ``llm.system_prompt`` ("" : none)."""
-    temperature: float | None = None
-    max_tokens: int | None = None
-    """The longest reply (tokens); None: ``llm.max_tokens``."""
-    turns: tuple[ChatMessage, ...] = ()
-    """Turns after the user's (a tool call and its results): the reply answers them."""
-    tools: ToolSet | None = None
-    """Functions the reply may call instead of (or beside) answering in words: its text
-    and its calls come from the one generation (:meth:`ChatService.converse`)."""
-
-    def __post_init__(self) -> None:
-        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
-            raise InvalidRequest(f"temperature {self.temperature:g} is outside 0..2")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise InvalidRequest(f"max_tokens {self.max_tokens} is below 1")
-
-    def sampling(self, base: Sampling) -> Sampling:
-        """``base`` with this client's temperature and length where it sets them."""
-        if self.temperature is None and self.max_tokens is None:
-            return base
-        return replace(
-            base,
-            temperature=base.temperature if self.temperature is None else self.temperature,
-            max_tokens=base.max_tokens if self.max_tokens is None else self.max_tokens,
-        )
 
 
 async def cut_repetition(pieces: AsyncIterator[str], guard: RepetitionGuard) -> AsyncIterator[str]:

@@ -29,6 +29,8 @@ from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.wake.library import WakeModelInfo
 from daemon.errors import HearthError, InvalidRequest
+from daemon.ops.stream import EventStream
+from daemon.ops.tasks import OwnedTasks
 from daemon.speakers.service import SpeakerService
 from daemon.speech import conversation_state as cs
 from daemon.speech import events as ev
@@ -37,8 +39,6 @@ from daemon.speech.finals import Identify, Utterance
 from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
 from daemon.speech.reply import SAY_BURST, Playback, ReplySlot, SayBudget, said
 from daemon.speech.session import SpeechSession
-from daemon.speech.stream import EventStream
-from daemon.speech.tasks import OwnedTasks
 from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNote
 
 _LOGGER = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from typing import Protocol
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.errors import Busy, HearthError
+from daemon.ops.tasks import OwnedTasks
 from daemon.speech import events as ev
-from daemon.speech.tasks import OwnedTasks
 
 _LOGGER = logging.getLogger(__name__)
 SAY_BURST = 4

@@ -37,12 +37,12 @@ from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
 from daemon.errors import HearthError, InvalidAudio
+from daemon.ops.stream import EventStream
 from daemon.speech.decodes import Decodes
 from daemon.speech.endpoint import Endpointer, EndpointEvent, EndpointState
 from daemon.speech.events import FinalTranscript, SessionEvent, VoiceStarted, VoiceStopped
 from daemon.speech.intake import BATCH_WAIT_S, AudioIntake, Held
 from daemon.speech.settings import SessionOptions, SessionSettings
-from daemon.speech.stream import EventStream
 from daemon.speech.turn_checks import TurnChecks
 from daemon.speech.turn_text import TurnJudgement
 

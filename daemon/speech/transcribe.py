@@ -40,11 +40,6 @@ class FileTranscript:
     enrolled): then ``speaker`` None means a voice nobody enrolled."""
 
 
-def speedup(audio_ms: float, infer_ms: float) -> int:
-    """How many times faster than real time a decode was (rounded down, as WIS reports it)."""
-    return int(audio_ms // infer_ms) if infer_ms > 0 else 0
-
-
 async def decode_upload(data: bytes, max_seconds: float) -> np.ndarray:
     """Any file PyAV reads, as 16 kHz mono int16 (InvalidAudio, AudioTooLong)."""
     return await asyncio.to_thread(decode_file, data, max_seconds)

@@ -26,7 +26,6 @@ from daemon.runtime.facade import Hearth
 from daemon.runtime.profiles import Profile
 from daemon.speech.events import FinalTranscript
 from daemon.speech.finals import Identify
-from daemon.speech.transcribe import speedup
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_hearth
 from protocols.http.errors import HttpError
@@ -105,6 +104,11 @@ def wis_response(
     if translation is not None:
         body["translation"] = translation
     return body
+
+
+def speedup(audio_ms: float, infer_ms: float) -> int:
+    """How many times faster than real time a decode was (rounded down, as WIS reports it)."""
+    return int(audio_ms // infer_ms) if infer_ms > 0 else 0
 
 
 def saved_audio(config: Config) -> Path:

@@ -308,7 +308,7 @@ class Book:
         if response is None:
             return
         if response.deadline is not None:
-            response.deadline.cancel()
+            response.deadline.lift()
         if self.response is response:
             self.response = None
         self.draining = response
@@ -341,7 +341,7 @@ class Book:
             return
         response.finished = True
         if response.deadline is not None:
-            response.deadline.cancel()
+            response.deadline.lift()
         if self.response is response:
             self.response = None
         if self.requested is response:

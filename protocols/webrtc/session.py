@@ -25,10 +25,10 @@ from aiortc.mediastreams import MediaStreamTrack
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
+from daemon.ops.tasks import OwnedTasks
 from daemon.runtime.facade import Hearth
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent, Mode
-from daemon.speech.tasks import OwnedTasks
 from daemon.speech.wake_gate import WakeDetected, WakeWaiting
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
