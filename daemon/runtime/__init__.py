@@ -1,8 +1,9 @@
 """Runtime: the loaded engines as one object, the door the protocols use, and their life cycle.
 
-``engines`` loads every configured model on its planned device and holds them
-with their worker pools, the chat service and the speech pipeline
-(:class:`~daemon.runtime.engines.Engines`); ``facade`` is the one narrow door the
+``engines`` holds every loaded model with its worker pool, the chat service and the
+speech pipeline (:class:`~daemon.runtime.engines.Engines`), which ``loading`` builds
+on each model's planned device (and rebuilds on a reload, keeping what did not
+change); ``facade`` is the one narrow door the
 protocol adapters see it through (:class:`~daemon.runtime.facade.Hearth`: open a
 conversation or a spoken request from a named profile, transcribe a file, open a
 wake stream, resolve a voice, speak, chat; its parts are ``speech_door`` for speech
