@@ -19,33 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from daemon.audio.pcm import AudioFormat
-from daemon.engines.access import AsrAccess
 from daemon.engines.tts.base import SynthesisOptions
-from daemon.engines.tts.service import TtsService
-from daemon.engines.wake.library import WakeModelInfo
 from daemon.errors import HearthError, InvalidRequest
 from daemon.ops.stream import EventStream
 from daemon.ops.tasks import OwnedTasks
-from daemon.speakers.service import SpeakerService
 from daemon.speech import conversation_state as cs
 from daemon.speech import events as ev
 from daemon.speech.chat import ChatOptions
-from daemon.speech.finals import Identify, Utterance
-from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
+from daemon.speech.finals import Utterance
+from daemon.speech.listening import (
+    Hearing,
+    Services,
+    finish_speech,
+    open_session,
+    own_end_failed,
+)
+from daemon.speech.pipeline import PipelineRun, SpeculativeReplies
 from daemon.speech.reply import SAY_BURST, Playback, ReplySlot, SayBudget, said
 from daemon.speech.session import SpeechSession
-from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNote
+from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeNote
 
 _LOGGER = logging.getLogger(__name__)
 MAX_EVENTS = 256
 """Events held for a reader that has not taken them (then producers wait)."""
 GATE_WAIT_S = 3.0
-"""How long the household gate waits for it: the decision needs the answer."""
+"""How long the household gate waits for a final's speaker: the decision needs the answer."""
 __all__ = ["SAY_BURST", "Conversation", "ConversationEvent", "Hearing", "Mode", "Playback"]
 
 ConversationEvent = ev.PipelineEvent | ev.ConversationNote | WakeNote
@@ -55,45 +57,6 @@ Mode = cs.Mode
 """How a conversation hears (push-to-talk, hands-free, wake)."""
 Phase = cs.Phase
 _AUDIO = (ev.SpeechAudioStart, ev.SpeechAudio, ev.SpeechAudioStop)
-
-
-class Services(AsrAccess, Protocol):
-    """What a conversation takes from the loaded engines (read afresh after a reload)."""
-
-    @property
-    def pipeline(self) -> SpeechPipeline | None: ...
-
-    @property
-    def tts(self) -> TtsService | None: ...
-
-    @property
-    def speakers(self) -> SpeakerService | None: ...
-
-
-@dataclass(frozen=True)
-class Hearing:
-    """How a conversation hears, from one ``listen`` to the next."""
-
-    mode: cs.Mode
-    open_session: Callable[[], SpeechSession]
-    """A speech session from the current engines (called again to renew it)."""
-    reply: bool = False
-    """Answer each utterance (else transcripts only)."""
-    speak: bool = True
-    """Speak the answer (else its text only)."""
-    tts_options: SynthesisOptions = field(default_factory=SynthesisOptions)
-    require_known: bool = False
-    """The household gate (``speakers.require: known``)."""
-    wake: WakeListener | None = None
-    """Wake mode's detector (the conversation closes it)."""
-    wake_model: WakeModelInfo | None = None
-    command_timeout_s: float = 8.0
-    speaker_wait_s: float | None = 0.25
-    """How long a final waits for its speaker's name (the profile's; None: until known)."""
-    identify: Identify = Identify.NAME
-    """What the client wants to know of who spoke."""
-    translate: bool = False
-    """Each final carries its English translation too."""
 
 
 class Conversation:
@@ -153,7 +116,7 @@ class Conversation:
 
     async def listen(self, hearing: Hearing) -> None:
         """Hear in a new mode; what was heard before (and a reply) stops."""
-        session = await _open_session(hearing)  # fails (unknown model) before anything stops
+        session = await open_session(hearing)  # fails (unknown model) before anything stops
         self._generation += 1
         self.hearing = hearing
         signal = cs.Listen(hearing.mode, hearing.reply, hearing.require_known)
@@ -302,7 +265,7 @@ class Conversation:
         at once; the session's reader sends the final (and starts the reply)."""
         speech, self._speech, self._listener = self._speech, None, None
         if speech is not None:
-            self._tasks.spawn(_finish_speech(speech, self._emit, self.id), "finish")
+            self._tasks.spawn(finish_speech(speech, self._emit, self.id), "finish")
 
     async def _renew(self) -> None:
         """Between utterances after a reload: a speech session from the current engines."""
@@ -344,7 +307,7 @@ class Conversation:
                 if replies is not None:
                     replies.chat_options = self.chat_options  # a change applies from now on
                     await replies.observe(event)
-            await self._own_end_failed(speech)
+            await own_end_failed(speech, self._emit, self.id)
         except HearthError as exc:
             await self._emit(ev.RunError(exc.code, exc.message))
         except Exception:  # noqa: BLE001 - a reader that dies would leave the client deaf
@@ -361,22 +324,6 @@ class Conversation:
         hearing = self.hearing
         assert hearing is not None
         return Utterance(services.speakers, hearing.identify, hearing.translate)
-
-    async def _own_end_failed(self, speech: SpeechSession) -> None:
-        """A session that ended the turn itself and whose final decode failed ends its
-        stream without a final: the client hears why now, while it may still send."""
-        ended = speech.ended
-        if ended is None:
-            return
-        await asyncio.wait({ended})
-        if ended.cancelled() or (exc := ended.exception()) is None:
-            return
-        if isinstance(exc, HearthError):
-            _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
-            await self._emit(ev.RunError(exc.code, exc.message))
-        else:
-            _LOGGER.error("[%s] the transcript failed", self.id, exc_info=exc)
-            await self._emit(ev.RunError("internal-error", "internal error"))
 
     async def _heard(
         self,
@@ -424,34 +371,6 @@ class Conversation:
 
     def _drop_unsent_audio(self) -> None:
         self._out.drop(lambda event: isinstance(event, _AUDIO))
-
-
-async def _open_session(hearing: Hearing) -> SpeechSession:
-    """The hearing's speech session; when it cannot open, its wake listener is freed."""
-    try:
-        return hearing.open_session()
-    except BaseException:
-        if hearing.wake is not None:
-            await hearing.wake.close()
-        raise
-
-
-async def _finish_speech(
-    speech: SpeechSession, emit: Callable[[ConversationEvent], Awaitable[None]], owner: str
-) -> None:
-    """Push-to-talk: the final decode, beside the caller; a failure is the client's event
-    (unless the session ended the turn itself: its reader reports that one)."""
-    try:
-        await speech.finish()
-    except HearthError as exc:
-        if speech.ended is None:
-            await emit(ev.RunError(exc.code, exc.message))
-    except Exception:  # noqa: BLE001 - the conversation lives on; the client hears why
-        if speech.ended is None:
-            _LOGGER.exception("[%s] final decode failed", owner)
-            await emit(ev.RunError("internal-error", "internal error"))
-    finally:
-        await speech.close()
 
 
 async def _drop(run: PipelineRun) -> None:
