@@ -36,7 +36,7 @@ from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402
 from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.runtime.engines import load_engines  # noqa: E402
+from daemon.runtime.loading import load_engines  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
 

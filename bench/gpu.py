@@ -57,7 +57,7 @@ def on_cuda(config: Config) -> Config:
 
 def clip(config: Config) -> np.ndarray:
     """A 3.84 s utterance in the embedded voice (padded or cut), float32 at 16 kHz."""
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     engines = load_engines(config, probe(), asr=False, llm=False)
     assert engines.tts is not None
@@ -75,7 +75,7 @@ def clip(config: Config) -> np.ndarray:
 
 def engine_rows(config: Config) -> list[str]:
     """Every engine loaded with device: cuda: where it ended up, and why."""
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     rows = ["| engine | device | compute type | why | to fix |", "| --- | --- | --- | --- | --- |"]
     try:

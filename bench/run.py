@@ -36,7 +36,8 @@ from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
 from daemon.engines.models import EMBEDDED_LLM_NAME  # noqa: E402
 from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
 from daemon.engines.vad import create_vad  # noqa: E402
-from daemon.runtime.engines import Engines, load_engines  # noqa: E402
+from daemon.runtime.engines import Engines  # noqa: E402
+from daemon.runtime.loading import load_engines  # noqa: E402
 from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
 from daemon.speech.pipeline import PipelineRun  # noqa: E402
 from daemon.speech.session import SessionOptions, SpeechSession  # noqa: E402

@@ -50,7 +50,8 @@ from daemon.engines.hardware import probe  # noqa: E402
 from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
 from daemon.engines.turn.base import TurnModel, TurnPrediction  # noqa: E402
 from daemon.engines.turn.smart_turn import SmartTurn  # noqa: E402
-from daemon.runtime.engines import Engines, load_engines  # noqa: E402
+from daemon.runtime.engines import Engines  # noqa: E402
+from daemon.runtime.loading import load_engines  # noqa: E402
 from daemon.speech.endpoint import EndpointState  # noqa: E402
 from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
 from daemon.speech.pipeline import SpeculativeReplies  # noqa: E402

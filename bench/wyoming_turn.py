@@ -67,7 +67,7 @@ from bench.wyoming_bench import wait_ready as answers_describe  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402
-from daemon.runtime.engines import load_engines  # noqa: E402
+from daemon.runtime.loading import load_engines  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import free_port, word_error_rate  # noqa: E402
 

@@ -194,3 +194,17 @@ class StorageUnwritable(HearthError):
     """A file under the state directory cannot be written; the message names the path."""
 
     code = "storage-unwritable"
+
+
+def error_for(code: str, message: str) -> HearthError:
+    """The typed error of ``code`` carrying ``message``: an error that travelled as an
+    event (a conversation's ``RunError``) raised again as the class it was."""
+    pending: list[type[HearthError]] = [HearthError]
+    while pending:
+        kind = pending.pop()
+        if kind.code == code and "code" in vars(kind):
+            return kind(message)
+        pending.extend(kind.__subclasses__())
+    error = HearthError(message)
+    error.code = code  # a code only an edge knows (an HTTP refusal): kept as it came
+    return error

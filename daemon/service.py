@@ -38,8 +38,9 @@ from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
 from daemon.ops.presence import MdnsPresence
-from daemon.runtime.engines import Engines, load_engines
+from daemon.runtime.engines import Engines
 from daemon.runtime.facade import Hearth
+from daemon.runtime.loading import load_engines
 from daemon.runtime.reload import ReloadPlan, load_beside, read_plan, remote_engines, retire
 from daemon.runtime.remote import close_remotes
 from daemon.runtime.startup import in_daemon_thread, warm_up

@@ -6,6 +6,11 @@ library); ``webrtc`` (peer sessions and media); ``realtime`` (the OpenAI Realtim
 API's sessions, over a WebSocket or a peer connection); ``http`` (the Willow, OpenAI
 and Hearth HTTP APIs, WebRTC and Realtime signaling, the pages); ``wyoming`` (beside
 the others, importing none of them). Into the core, adapters go through one door:
-:class:`daemon.runtime.facade.Hearth` (with the names of its session profiles), plus
-the value types of the vocabulary (options, events, errors, audio formats).
+:class:`daemon.runtime.facade.Hearth` (with the names of its profiles) and what it opens
+(a conversation, a spoken request, a voice for streamed text, a wake listener, the reply
+player a transport frames audio for), plus the value types of the vocabulary (events,
+options, results, errors), host plumbing and conversion at the edge. They never open a
+speech session, wait for a speaker, arm a deadline or pace reply audio themselves: the
+core does, from a profile's values. ``tests/import_graph.py`` lists every core module
+they may import by name (``ADAPTERS_MAY_IMPORT``) and fails on any other.
 """

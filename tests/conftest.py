@@ -33,7 +33,7 @@ def config(state_dir: Path) -> Config:
 @pytest.fixture(scope="session")
 def engines(config: Config):
     from daemon.engines.hardware import probe
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     logging.getLogger("daemon").setLevel(logging.INFO)
     loaded = load_engines(config, probe())

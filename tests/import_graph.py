@@ -1,4 +1,5 @@
-"""Print Hearth's import graph by room, and fail on any import that goes upward.
+"""Print Hearth's import graph by room, and fail on any import that goes upward, any
+core module a protocol adapter may not import, and any circle between modules.
 
 Usage: ``python tests/import_graph.py`` (exit 1 on a violation). Every import
 counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
@@ -48,12 +49,49 @@ PROTOCOL_SIBLINGS = {
     frozenset({"wyoming", "realtime"}),
 }
 """Protocol rooms that must not import each other at all."""
-FACADE_DOOR = ("daemon.runtime.facade", "daemon.runtime.profiles")
-"""The only modules of the runtime room that protocols may import: the facade and the
-names of its session profiles. The engines container stays behind them."""
-ENGINE_VOCABULARY = ("base", "text", "prompt", "voices")
-"""Modules of an engine package that protocols may import: its value types and pure
-helpers (options, results, text rules), never an engine or a service."""
+ADAPTERS_MAY_IMPORT: dict[str, str] = {
+    # The door, and the names of what it opens.
+    "daemon.runtime.facade": "the one door into the core (Hearth)",
+    "daemon.runtime.profiles": "the names of its profiles and sensitivities",
+    "daemon.speech.conversation": "the conversation it opens, and its event type",
+    "daemon.speech.request": "the spoken request it opens",
+    "daemon.speech.sentence_speaker": "the voice it opens for a client's streamed text",
+    "daemon.speech.wake_gate": "the wake listener it opens, and its notes",
+    "daemon.speech.player": "the one reply player a transport frames audio for",
+    # The vocabulary: events, options and results.
+    "daemon.speech": "the package of the two modules below",
+    "daemon.speech.events": "the one event vocabulary",
+    "daemon.speech.finals": "what a client wants to know of who spoke",
+    "daemon.engines.asr.base": "transcription options and results",
+    "daemon.engines.asr.prompt": "the bias prompt made of a house's names and terms",
+    "daemon.engines.llm.base": "chat turns, tools, calls, replies and options",
+    "daemon.engines.tts.base": "synthesis options and audio",
+    "daemon.engines.tts.voices": "the voice store's value types (the voices API)",
+    # Foundation and host plumbing.
+    "daemon": "the package version",
+    "daemon.errors": "typed errors with stable codes",
+    "daemon.config": "the typed configuration (a listener's own keys)",
+    "daemon.ops.inflight": "in-flight request tracking",
+    "daemon.ops.logs": "request ids in the logs",
+    "daemon.ops.metrics": "the metrics endpoint",
+    "daemon.ops.stream": "a bounded outbox",
+    "daemon.ops.tasks": "tasks an owner spawns",
+    "daemon.ops.tls": "the TLS certificate",
+    # Conversion at the edge: one internal format, converted where it enters and leaves.
+    "daemon.audio.pcm": "the internal format, and converting PCM into it",
+    "daemon.audio.decode": "decoding an upload's body as it arrives",
+    "daemon.audio.stream": "encoding outgoing audio",
+    # The slow workflows that make voices, driven by the voices API.
+    "daemon.voices.enroll": "recording a person's takes",
+    "daemon.voices.importer": "importing Piper voices",
+    "daemon.voices.training": "training jobs",
+}
+"""Every core module a protocol adapter may import, and why: the facade, what it opens,
+the vocabulary's value types, the foundation, host plumbing and conversion at the edge
+(``daemon.config.*`` counts as ``daemon.config``). Anything else (a speech session, the
+speaker service, the engines container, the pipeline, a deadline) is the core's own:
+adapters reach it through the facade, so no adapter opens a speech session, waits for a
+speaker or arms a deadline of its own. ``protocols/__init__.py`` says the same."""
 
 
 def room_of(module: str) -> str | None:
@@ -81,13 +119,55 @@ def door_problem(module: str, target: str) -> str | None:
     room = room_of(target)
     if room in ("service", "cli"):
         return "protocols never import the composition root or the CLI"
-    if room == "runtime" and target != "daemon.runtime" and target not in FACADE_DOOR:
-        return "protocols reach the runtime only through the facade"
-    if room == "engines":
-        parts = target.split(".")
-        if len(parts) > 3 and parts[-1] not in ENGINE_VOCABULARY:
-            return "protocols reach engines only through the facade (value types excepted)"
-    return None
+    if target.startswith(FOUNDATION_PACKAGES) or target in ADAPTERS_MAY_IMPORT:
+        return None
+    return "not a module adapters may import (ADAPTERS_MAY_IMPORT): go through the facade"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles among ``graph``'s modules (each a sorted list), found as the
+    strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            for target in targets:
+                if target not in graph:
+                    continue
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
 
 
 def module_name(path: Path) -> str:
@@ -132,11 +212,14 @@ def sources() -> list[Path]:
 
 
 def check() -> tuple[Counter[tuple[str, str]], list[str]]:
-    """The edges between rooms with their counts, and every violation found."""
+    """The edges between rooms with their counts, and every violation found: an upward
+    import, a door an adapter may not use, and any circle between modules."""
     edges: Counter[tuple[str, str]] = Counter()
     problems: list[str] = []
+    graph: dict[str, set[str]] = {}
     for path in sources():
         me = module_name(path)
+        graph[me] = imports_of(path) - {me}
         mine = room_of(me)
         if path.parent == ROOT / "daemon" and path.name not in TOP_LEVEL_ALLOWED:
             problems.append(f"{me}: a module directly in daemon/, outside any room")
@@ -158,6 +241,7 @@ def check() -> tuple[Counter[tuple[str, str]], list[str]]:
                 problems.append(f"{me} -> {target}: {mine} and {theirs} are siblings")
             elif ROOMS.index(theirs) > ROOMS.index(mine):
                 problems.append(f"{me} -> {target}: upward ({mine} -> {theirs})")
+    problems.extend(f"circle: {' <-> '.join(circle)}" for circle in cycles(graph))
     return edges, problems
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from daemon.config import load_config
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.hardware import probe
-from daemon.runtime.engines import Engines, load_engines
+from daemon.runtime.engines import Engines
+from daemon.runtime.loading import load_engines
 from daemon.speech.transcribe import FileTranscript, transcribe_samples
 from tests.daemon import Daemon
 

@@ -22,6 +22,10 @@ AMRWB_MAGIC = b"#!AMR-WB\n"
 class BodyDecoder:
     """Turns body chunks into PCM of :attr:`fmt`; the base class buffers everything."""
 
+    inline = False
+    """Whether :meth:`feed` only copies bytes (cheap enough for the event loop); else it
+    may decode, and runs in a worker thread."""
+
     def __init__(self, max_seconds: float) -> None:
         self.fmt: AudioFormat | None = None
         """Layout of the PCM returned; None until known."""
@@ -46,6 +50,8 @@ class BodyDecoder:
 class PcmBody(BodyDecoder):
     """Raw PCM in the layout the headers declared."""
 
+    inline = True
+
     def __init__(self, fmt: AudioFormat, max_seconds: float) -> None:
         super().__init__(max_seconds)
         self.fmt = fmt
@@ -61,6 +67,8 @@ class PcmBody(BodyDecoder):
 
 class WavBody(BodyDecoder):
     """A WAV file read as it arrives: the header first, then the samples."""
+
+    inline = True
 
     def __init__(self, max_seconds: float) -> None:
         super().__init__(max_seconds)

@@ -153,6 +153,12 @@ class _SwrUpsampler:
         return np.concatenate([f.to_ndarray().reshape(-1) for f in frames]).astype(np.float32)
 
 
+def to_internal(fmt: AudioFormat, pcm: bytes) -> np.ndarray:
+    """PCM of ``fmt`` as the internal 16 kHz int16 samples (blocking)."""
+    converter = PcmConverter(fmt)
+    return np.concatenate([converter.convert(pcm), converter.flush()])
+
+
 def _float_to_int16(audio: np.ndarray) -> np.ndarray:
     """float32 (the scale of :func:`pcm_to_float`) to int16, rounded to the nearest step.
 

@@ -13,7 +13,7 @@ from daemon.engines.hardware import plan, probe
 from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
 from daemon.ops.storage import unwritable
-from daemon.runtime.engines import engine_requests, load_engines
+from daemon.runtime.loading import engine_requests, load_engines
 from daemon.runtime.remote import probe_remotes
 
 

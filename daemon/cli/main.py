@@ -186,7 +186,7 @@ async def _transcribe(config: Config, args: argparse.Namespace) -> int:
     from daemon.audio.pcm import decode_file, pcm_to_float
     from daemon.engines.asr.base import TranscribeOptions
     from daemon.engines.hardware import probe
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     options = TranscribeOptions(
         beam_size=args.beam_size,
@@ -214,7 +214,7 @@ async def _transcribe(config: Config, args: argparse.Namespace) -> int:
 async def _say(config: Config, args: argparse.Namespace) -> int:
     from daemon.engines.hardware import probe
     from daemon.engines.tts.base import SynthesisOptions
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     fmt = Path(args.output).suffix.lstrip(".").lower() or "wav"
     options = SynthesisOptions(
@@ -236,7 +236,7 @@ async def _say(config: Config, args: argparse.Namespace) -> int:
 
 async def _chat(config: Config, args: argparse.Namespace) -> int:
     from daemon.engines.hardware import probe
-    from daemon.runtime.engines import load_engines
+    from daemon.runtime.loading import load_engines
 
     engines = await asyncio.to_thread(load_engines, config, probe(), asr=False, tts=False)
     assert engines.chat is not None

@@ -116,7 +116,7 @@ async def _enroll(config: Config, args: argparse.Namespace) -> int:
     status = 0
     if takes:
         from daemon.engines.hardware import probe
-        from daemon.runtime.engines import load_engines
+        from daemon.runtime.loading import load_engines
 
         engines = await asyncio.to_thread(load_engines, config, probe(), tts=False, llm=False)
         try:

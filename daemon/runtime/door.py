@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from daemon.config import Config, LimitsConfig
+from daemon.ops.deadline import Deadline
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, SessionProfile
 
@@ -20,3 +21,8 @@ class Door:
     def limits(self) -> LimitsConfig:
         """The request limits in force."""
         return self.config.limits
+
+    def request_deadline(self) -> Deadline:
+        """A request's deadline, from now (``limits.request_timeout_s``): for a request
+        the adapter begins and no single call of the core covers."""
+        return Deadline(self.limits.request_timeout_s)

@@ -1,9 +1,11 @@
 """The narrow door the protocol adapters see Hearth through.
 
 :class:`Hearth` wraps one loaded :class:`~daemon.runtime.engines.Engines` and offers
-what an adapter asks of the core: open a speech session from a named
-:class:`~daemon.runtime.profiles.Profile`, open a wake-word stream, resolve a voice,
-speak, chat, and a few read-only views (limits, the models and voices to advertise).
+what an adapter asks of the core: open a conversation, or a spoken request (one turn a
+client sends and waits on), heard as a named :class:`~daemon.runtime.profiles.Profile`
+says; transcribe a file; open a wake-word stream; resolve a voice; speak; chat; and a
+few read-only views (limits, the models and voices to advertise). Adapters never open
+a speech session, wait for a speaker or arm a deadline: the profile's values do.
 It is the shared services a protocol's handler factory is given, made explicit; the
 engines container itself stays behind it. Adapters receive a ``Callable[[], Hearth]``
 (built by :mod:`daemon.service`) and call it per request, so that a reload swaps
@@ -15,23 +17,33 @@ Methods that need an engine that is not loaded raise
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from daemon.config import Config
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.errors import InvalidRequest
+from daemon.ops.deadline import Deadline
 from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, Sensitivity, session_profiles
 from daemon.runtime.reply_door import ReplyDoor
+from daemon.runtime.speakers_door import SpeakersDoor
 from daemon.runtime.speech_door import SpeechDoor
 from daemon.speakers.service import SpeakerService
+from daemon.speakers.store import Speaker
 from daemon.speech.chat import ChatOptions
 from daemon.speech.conversation import Conversation, Hearing, Mode, Playback
+from daemon.speech.finals import Identify
+from daemon.speech.recording import Recording
+from daemon.speech.request import SpeechRequest
 from daemon.speech.session import SpeechSession
+
+__all__ = ["Deadline", "Hearth", "ModelView", "Speaker"]
 
 
 @dataclass(frozen=True)
@@ -45,10 +57,11 @@ class ModelView:
     """Languages it speaks (ASR models; empty for the LLM)."""
 
 
-class Hearth(SpeechDoor, ReplyDoor):
+class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
     """One loaded set of engines, seen through the methods the adapters need (speech
     in and wake words: :class:`SpeechDoor`; voices, speech out and chat:
-    :class:`ReplyDoor`; views and conversations here)."""
+    :class:`ReplyDoor`; the people known by voice: :class:`SpeakersDoor`; views,
+    conversations and requests here)."""
 
     def __init__(self, engines: Engines, config: Config | None = None) -> None:
         self._engines = engines
@@ -81,10 +94,12 @@ class Hearth(SpeechDoor, ReplyDoor):
         """Whether an ASR model called ``name`` is configured."""
         return name in self._engines.asr
 
-    def ends_turns(self, profile: Profile) -> bool:
-        """Whether sessions of ``profile`` end the turn themselves (a Wyoming request
-        with ``wyoming.end_of_turn`` server and the turn model on)."""
-        return self._profiles[profile].ends_turn
+    @property
+    def can_end_turns(self) -> bool:
+        """Whether the turn model is on (``vad.turn``): a session can tell a finished turn
+        from a pause. Without it a client's own segmenter ends turns as well as a fixed
+        silence here would, so a client is better left to end them."""
+        return self.config.vad.turn != "off"
 
     @property
     def llm(self) -> ModelView | None:
@@ -115,6 +130,11 @@ class Hearth(SpeechDoor, ReplyDoor):
     async def list_voices(self) -> list[VoiceInfo]:
         """Every voice in the store, read afresh in a worker thread."""
         return await self._engines.voices.list_async()
+
+    @property
+    def verifies(self) -> bool:
+        """Whether speaker verification is on (``speakers.enabled`` and its model loaded)."""
+        return self._engines.speakers is not None
 
     @property
     def speakers(self) -> SpeakerService | None:
@@ -156,6 +176,8 @@ class Hearth(SpeechDoor, ReplyDoor):
         wake_word: str | None = None,
         profile: Profile | None = None,
         sensitivity: Sensitivity = Sensitivity.DEFAULT,
+        identify: Identify = Identify.NAME,
+        translate: bool = False,
     ) -> Hearing:
         """How a conversation is to hear, checked before anything stops.
 
@@ -172,6 +194,8 @@ class Hearth(SpeechDoor, ReplyDoor):
             wake_word: the wake model (wake mode only).
             profile: the session timing (None: the mode's own profile).
             sensitivity: how soon the client wants its turn ended (hands-free).
+            identify: what the client wants to know of who spoke.
+            translate: each final carries its English translation too.
 
         Raises:
             UnknownModel, InvalidRequest: an unknown model, language, voice or wake
@@ -195,7 +219,7 @@ class Hearth(SpeechDoor, ReplyDoor):
         chosen = profile or _MODE_PROFILES[mode]
 
         def open_session() -> SpeechSession:
-            return hearth().open_session(
+            return hearth()._session(
                 chosen, model, transcribe, partials=partials, sensitivity=sensitivity
             )
 
@@ -210,7 +234,73 @@ class Hearth(SpeechDoor, ReplyDoor):
             wake=wake,
             wake_model=wake_model,
             command_timeout_s=self.config.wake.command_timeout_s,
+            speaker_wait_s=self._profiles[chosen].speaker_wait_s,
+            identify=identify,
+            translate=translate,
         )
+
+    async def open_request(
+        self,
+        hearth: Callable[[], Hearth],
+        profile: Profile,
+        *,
+        model: str | None = None,
+        transcribe: TranscribeOptions | None = None,
+        sensitivity: Sensitivity = Sensitivity.DEFAULT,
+        identify: Identify = Identify.NAME,
+        translate: bool = False,
+        reply: bool = False,
+        tts_options: SynthesisOptions | None = None,
+        conversation_id: str = "",
+        stream: bool = False,
+        record_to: Path | None = None,
+    ) -> SpeechRequest:
+        """One utterance a client sends and waits on: a push-to-talk turn of a new
+        conversation, heard as ``profile`` says (who ends it, the audio cap, the deadline).
+
+        Args:
+            hearth: the current facade.
+            profile: the client's timing and bounds.
+            model: ASR model name (None: the default).
+            transcribe: language, beam size and prompt for its decodes.
+            sensitivity: how soon the client wants its turn ended.
+            identify: what the client wants to know of who spoke.
+            translate: the final carries its English translation too.
+            reply: answer the utterance through the LLM (and speak it).
+            tts_options: the reply's voice.
+            conversation_id: whose history a reply uses and extends ("": a new one).
+            stream: the caller reads :meth:`SpeechRequest.events` (else only the final).
+            record_to: keep the audio as a WAV file in this folder once answered.
+
+        Raises:
+            UnknownModel, InvalidRequest: as :meth:`hearing`.
+        """
+        hearing = await self.hearing(
+            hearth,
+            Mode.PUSH_TO_TALK,
+            model=model,
+            transcribe=transcribe,
+            reply=reply,
+            tts_options=tts_options,
+            profile=profile,
+            sensitivity=sensitivity,
+            identify=identify,
+            translate=translate,
+        )
+        conversation = self.open_conversation(conversation_id or uuid.uuid4().hex, hearth)
+        try:
+            await conversation.listen(hearing)
+            recording = Recording(record_to, "upload") if record_to is not None else None
+            return SpeechRequest(
+                conversation,
+                self._limits(profile),
+                stream=stream,
+                replies=reply,
+                recording=recording,
+            )
+        except BaseException:
+            await conversation.close()
+            raise
 
 
 _MODE_PROFILES = {

@@ -1,13 +1,16 @@
-"""Speech profiles: each client's timing, from the configuration, in one place.
+"""Speech profiles: each kind of client's timing and limits, from the configuration, in one place.
 
-A profile names how a client ends its speech, and so how soon a session may
-speculate, how much audio it keeps around speech, whether the turn model is asked,
-whether the stream holds many utterances, whether partial transcripts are wanted,
-and whether the session ends the turn itself. :func:`session_profile` is a
-pure function of the configuration: adapters name a :class:`Profile` and never
-assemble :class:`SessionSettings` themselves. A client's wish for a quicker or a
-more patient end of turn (wyoming 1.10's ``vad_sensitivity``) is a
-:class:`Sensitivity`, which :func:`with_sensitivity` maps onto the settings.
+A profile says how a client's speech arrives and ends, named by what it does, never by
+which protocol asks: how soon a session may speculate, how much audio it keeps around
+speech, whether the turn model is asked, whether the stream holds many utterances,
+whether partial transcripts are wanted, and who ends the turn (the client, or the
+session itself). For a request (one utterance a client waits on) it also says how long
+its final waits for the speaker's name, how much audio it may send, and when its
+deadline starts. :func:`session_profile` is a pure function of the configuration:
+adapters name a :class:`Profile` and never assemble :class:`SessionSettings`, caps or
+deadlines themselves. A client's wish for a quicker or a more patient end of turn
+(wyoming 1.10's ``vad_sensitivity``) is a :class:`Sensitivity`, which
+:func:`with_sensitivity` maps onto the settings.
 """
 
 from __future__ import annotations
@@ -25,27 +28,32 @@ class Profile(enum.Enum):
     """How a client's speech arrives and ends."""
 
     PUSH_TO_TALK = "push-to-talk"
-    """A button ends the utterance (WebRTC ``start``/``stop``): speculate early
-    (``vad.push_to_talk_silence_ms``)."""
+    """A button ends the utterance: speculate early (``vad.push_to_talk_silence_ms``)."""
     HANDS_FREE = "hands-free"
-    """An open microphone, utterance after utterance (WebRTC ``listen``): the
-    endpointer and the turn model end each one."""
+    """An open microphone, utterance after utterance: the endpointer and the turn model
+    end each one."""
     WAKE = "wake"
-    """Hands-free behind a wake word (WebRTC ``listen`` with ``wake_word``)."""
+    """Hands-free behind a wake word."""
     HANDS_FREE_SILENCE = "hands-free-silence"
     """An open microphone whose utterances end after the fixed trailing silence
-    (``vad.trailing_silence_ms``), never the turn model: the Realtime API's
-    ``server_vad``."""
-    WILLOW_UPLOAD = "willow-upload"
-    """A Willow device's upload, ended by the device's own VAD (``willow.*``): speculate
-    early, no turn model, no partial transcripts."""
-    WILLOW_TURN = "willow-turn"
-    """A Willow speech-to-speech upload that may stream on after the speaker is done:
-    as :attr:`WILLOW_UPLOAD`, with the turn model deciding where the turn ends."""
-    WYOMING_REQUEST = "wyoming-request"
-    """One Wyoming ``transcribe`` request (Home Assistant, satellites): the daemon-wide
-    endpointing (``vad.*``). With :func:`ends_wyoming_turns`, the session ends the turn
-    itself, within ``vad.max_utterance_ms`` and ``vad.no_speech_ms``."""
+    (``vad.trailing_silence_ms``), never the turn model."""
+    DEVICE_UPLOAD = "device-upload"
+    """An upload its device ends with its own VAD (``willow.padding_ms``,
+    ``willow.speculative_silence_ms``): speculate early, no turn model, no partial
+    transcripts; the whole exchange, upload included, counts against the deadline."""
+    DEVICE_TURN = "device-turn"
+    """A device upload that may stream on after the speaker is done: as
+    :attr:`DEVICE_UPLOAD`, with the turn model deciding where the turn ends."""
+    CLIENT_ENDED = "client-ended"
+    """One live utterance the client ends with its stop (its own VAD): the daemon-wide
+    endpointing (``vad.*``); the deadline starts at the end of the audio."""
+    SERVER_ENDED = "server-ended"
+    """One live utterance the session ends itself, while the client still sends: at a
+    finished turn, the longest pause, within ``vad.max_utterance_ms`` and
+    ``vad.no_speech_ms``; audio after the end is dropped (and counted against the cap)."""
+    FILE = "file"
+    """A whole recording decoded at once (``limits.max_file_audio_s``); the speaker's
+    name, when asked, is awaited."""
 
 
 class Sensitivity(enum.Enum):
@@ -73,9 +81,17 @@ threshold moves towards it and never below it, so a turn never ends on a pause t
 model thinks more likely unfinished than finished."""
 
 
+SPEAKER_WAIT_S = 0.25
+"""How long a conversation's transcript waits for its speaker's name before the reply
+starts without it (an embedding takes about 30 ms)."""
+REQUEST_SPEAKER_WAIT_S = 1.0
+"""How long a request's transcript waits for it: the name is part of the answer, and
+nothing else waits on it."""
+
+
 @dataclass(frozen=True)
 class SessionProfile:
-    """What a profile sets for one speech session."""
+    """What a profile sets for one speech session, and for a request of it."""
 
     settings: SessionSettings
     hands_free: bool = False
@@ -85,14 +101,17 @@ class SessionProfile:
     them: ``asr.partials``)."""
     ends_turn: bool = False
     """The session ends the utterance itself and the final transcript comes at once,
-    while the client still sends (Wyoming with ``requires_external_vad`` false)."""
-
-
-def ends_wyoming_turns(config: Config) -> bool:
-    """Whether Hearth ends each Wyoming request's turn itself: ``wyoming.end_of_turn``
-    is server and the turn model is on (``vad.turn``). Without the model, Home
-    Assistant's own segmenter ends turns as well as a fixed silence here would."""
-    return config.wyoming.end_of_turn == "server" and config.vad.turn != "off"
+    while the client still sends."""
+    speaker_wait_s: float | None = SPEAKER_WAIT_S
+    """How long a final transcript waits for its speaker's name (None: until known)."""
+    max_audio_s: float = 60.0
+    """The most audio a request may send (s), audio dropped after its end included."""
+    deadline_s: float = 120.0
+    """How long a request may take to be answered (``limits.request_timeout_s``)."""
+    deadline_counts_audio: bool = True
+    """Whether the audio's arrival counts against the deadline (an upload, whose sender
+    may be slow) or the deadline starts at the end of the audio (a live stream, paced
+    by the speaker and bounded by :attr:`max_audio_s`)."""
 
 
 def base_settings(config: Config) -> SessionSettings:
@@ -118,7 +137,7 @@ def base_settings(config: Config) -> SessionSettings:
     )
 
 
-def _willow(base: SessionSettings, config: Config, turn: bool) -> SessionSettings:
+def _device(base: SessionSettings, config: Config, turn: bool) -> SessionSettings:
     """Device uploads end soon after the speaker pauses: the device's padding, and
     speculation as early as a button's (the device ends the upload itself)."""
     device = replace(
@@ -132,6 +151,29 @@ def _willow(base: SessionSettings, config: Config, turn: bool) -> SessionSetting
 def session_profile(config: Config, profile: Profile) -> SessionProfile:
     """What ``profile`` sets for a session under ``config``."""
     base = base_settings(config)
+    limits = config.limits
+    if profile is Profile.FILE:
+        file = replace(base, max_audio_s=limits.max_file_audio_s)
+        return SessionProfile(
+            file,
+            partials=False,
+            speaker_wait_s=None,
+            max_audio_s=limits.max_file_audio_s,
+            deadline_s=limits.request_timeout_s,
+        )
+    chosen = _shape(base, config, profile)
+    live = profile in (Profile.CLIENT_ENDED, Profile.SERVER_ENDED)
+    return replace(
+        chosen,
+        max_audio_s=limits.max_audio_s,
+        deadline_s=limits.request_timeout_s,
+        speaker_wait_s=REQUEST_SPEAKER_WAIT_S if live else SPEAKER_WAIT_S,
+        deadline_counts_audio=not live,
+    )
+
+
+def _shape(base: SessionSettings, config: Config, profile: Profile) -> SessionProfile:
+    """How ``profile``'s sessions hear (before the request's cap, wait and deadline)."""
     if profile is Profile.PUSH_TO_TALK:
         return SessionProfile(base.push_to_talk(config.vad.push_to_talk_silence_ms / 1000))
     if profile in (Profile.HANDS_FREE, Profile.WAKE):
@@ -139,11 +181,11 @@ def session_profile(config: Config, profile: Profile) -> SessionProfile:
     if profile is Profile.HANDS_FREE_SILENCE:
         silence = replace(base, endpoint=replace(base.endpoint, turn=False))
         return SessionProfile(silence, hands_free=True)
-    if profile is Profile.WILLOW_UPLOAD:
-        return SessionProfile(_willow(base, config, turn=False), partials=False)
-    if profile is Profile.WILLOW_TURN:
-        return SessionProfile(_willow(base, config, turn=True), partials=False)
-    if profile is Profile.WYOMING_REQUEST and ends_wyoming_turns(config):
+    if profile is Profile.DEVICE_UPLOAD:
+        return SessionProfile(_device(base, config, turn=False), partials=False)
+    if profile is Profile.DEVICE_TURN:
+        return SessionProfile(_device(base, config, turn=True), partials=False)
+    if profile is Profile.SERVER_ENDED:
         return SessionProfile(_ending_turns(base, config), ends_turn=True)
     return SessionProfile(base)
 

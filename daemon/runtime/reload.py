@@ -35,7 +35,8 @@ from typing import Any
 from daemon.config import Config, load_config
 from daemon.engines.hardware import HardwareReport
 from daemon.errors import ConfigError
-from daemon.runtime.engines import Engines, load_engines
+from daemon.runtime.engines import Engines
+from daemon.runtime.loading import load_engines
 from daemon.runtime.remote import close_remotes
 from daemon.runtime.startup import in_daemon_thread, warm_up
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import TypeVar
 
 from daemon.audio.stream import OutputFormat
 from daemon.engines.llm.base import ChatMessage, ReplyPiece, Sampling, ToolSet
@@ -13,9 +14,13 @@ from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import ModelUnavailable, UnknownVoice
+from daemon.ops.deadline import Deadline, bounded
 from daemon.runtime.door import Door
 from daemon.speech.chat import ChatService
+from daemon.speech.sentence_speaker import CLIENT_WAITING, SentenceSpeaker
 from daemon.speech.speak import SpeechStream, open_speech
+
+T = TypeVar("T")
 
 
 class ReplyDoor(Door):
@@ -75,8 +80,25 @@ class ReplyDoor(Door):
         return options
 
     def speak(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
-        """Synthesized audio of ``text``, sentence by sentence, through the TTS cache."""
-        return self._tts().stream_cached(text, options)
+        """Synthesized audio of ``text``, sentence by sentence, through the TTS cache,
+        within the request deadline (RequestTimeout past it)."""
+        deadline = Deadline(self.limits.request_timeout_s)
+        return bounded(deadline, self._tts().stream_cached(text, options))
+
+    def speak_stream(self, options: SynthesisOptions) -> SentenceSpeaker:
+        """A voice for text a client streams in pieces (spoken sentence by sentence
+        through the TTS cache); its audio is due within the request deadline from the
+        end of the text. At most ``limits.max_text_chars`` in all, and
+        :data:`~daemon.speech.sentence_speaker.CLIENT_WAITING` sentences waiting."""
+        limits = self.limits
+        return SentenceSpeaker(
+            self._tts(),
+            options,
+            max_waiting=CLIENT_WAITING,
+            max_chars=limits.max_text_chars,
+            cached=True,
+            deadline_s=limits.request_timeout_s,
+        )
 
     async def open_speech(
         self, text: str, options: SynthesisOptions, fmt: OutputFormat, use_cache: bool = True
@@ -92,10 +114,14 @@ class ReplyDoor(Door):
             raise ModelUnavailable("the LLM engine is not loaded")
         return chat
 
+    def _within_deadline(self, pieces: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``pieces``, each due within the request deadline from now (RequestTimeout)."""
+        return bounded(Deadline(self.limits.request_timeout_s), pieces)
+
     def chat(self, conversation_id: str, text: str) -> AsyncIterator[str]:
         """The LLM's reply to ``text``, streamed; the conversation's history is used and
-        extended ("" keeps none)."""
-        return self._chat().chat(conversation_id, text)
+        extended ("" keeps none). The whole reply is due within the request deadline."""
+        return self._within_deadline(self._chat().chat(conversation_id, text))
 
     def complete(
         self,
@@ -106,9 +132,10 @@ class ReplyDoor(Door):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
         """The LLM's reply to a client's whole message list (no stored history), with
-        the configured sampling where a value is None."""
+        the configured sampling where a value is None, within the request deadline."""
         chat = self._chat()
-        return chat.complete(messages, _sampling(chat, temperature, top_p, max_tokens))
+        sampling = _sampling(chat, temperature, top_p, max_tokens)
+        return self._within_deadline(chat.complete(messages, sampling))
 
     async def chat_messages(
         self, conversation_id: str, text: str, instructions: str | None = None
@@ -131,10 +158,10 @@ class ReplyDoor(Door):
         OpenAI's JSON with :func:`~daemon.engines.llm.base.tool_set`): text pieces and
         :class:`~daemon.engines.llm.base.ToolCallDelta` pieces, which
         :class:`~daemon.engines.llm.base.Reply` puts together. ``messages`` may hold
-        earlier calls and their results (``tool`` turns)."""
+        earlier calls and their results (``tool`` turns). Within the request deadline."""
         chat = self._chat()
         sampling = _sampling(chat, temperature, top_p, max_tokens)
-        return chat.complete_tools(messages, tools, sampling)
+        return self._within_deadline(chat.complete_tools(messages, tools, sampling))
 
     async def count_tokens(self, messages: list[ChatMessage], reply: str) -> tuple[int, int]:
         """Tokens of a prompt and of its reply (a local model tokenizes, off the loop)."""

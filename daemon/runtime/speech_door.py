@@ -1,25 +1,26 @@
-"""The facade's speech in: sessions from named profiles, whole files, recorded takes,
-and wake-word streams (see :mod:`daemon.runtime.facade`)."""
+"""The facade's speech in: whole files, a client's PCM, recorded takes, wake-word
+streams, and the speech sessions a conversation hears through (see
+:mod:`daemon.runtime.facade`)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import numpy as np
 
+from daemon.audio.pcm import RATE, AudioFormat, to_internal
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
 from daemon.engines.wake import WakeLibrary
 from daemon.engines.wake.base import WakeModelInfo
-from daemon.errors import InvalidRequest
+from daemon.errors import AudioTooLong, InvalidRequest
 from daemon.runtime.door import Door
 from daemon.runtime.profiles import Profile, Sensitivity, with_sensitivity
+from daemon.speech.finals import Identify
+from daemon.speech.request import RequestLimits
 from daemon.speech.session import SessionOptions, SpeechSession
-from daemon.speech.transcribe import (
-    FileTranscript,
-    stream_segments,
-    transcribe_samples,
-    translate_audio,
-)
+from daemon.speech.transcribe import FileTranscript, transcribe_samples
+from daemon.speech.upload import stream_upload, transcribe_upload
 from daemon.speech.wake_gate import WakeListener
 from daemon.voices.enroll import Enrollment, TakeCheck
 
@@ -34,17 +35,17 @@ class SpeechDoor(Door):
         does not speak), before a request starts."""
         self._engines.asr_model(model, options.language).check_options(options)
 
-    def open_session(
+    def _session(
         self,
         profile: Profile,
         model: str | None = None,
         transcribe: TranscribeOptions | None = None,
         *,
         partials: bool | None = None,
-        ends_turn: bool | None = None,
         sensitivity: Sensitivity = Sensitivity.DEFAULT,
     ) -> SpeechSession:
-        """A speech session for one utterance (or, hands-free, a stream of them).
+        """A speech session for a conversation's hearing (adapters open conversations
+        and requests, never a session).
 
         Args:
             profile: the client's timing (see :mod:`daemon.runtime.profiles`).
@@ -52,13 +53,7 @@ class SpeechDoor(Door):
             transcribe: language, beam size and prompt for its decodes.
             partials: decode partial transcripts (None: as the profile and
                 ``asr.partials`` say).
-            ends_turn: the session ends the utterance itself, and its final
-                transcript comes while audio still arrives (None: as the profile
-                says; see :meth:`ends_turns`).
             sensitivity: how soon the client wants its turn ended.
-
-        Returns:
-            The session; the caller starts, feeds, finishes and closes it.
         """
         engines = self._engines
         chosen = self._profiles[profile]
@@ -69,31 +64,50 @@ class SpeechDoor(Door):
             transcribe=transcribe or TranscribeOptions(),
             partials=partials,
             hands_free=chosen.hands_free,
-            ends_turn=chosen.ends_turn if ends_turn is None else ends_turn,
+            ends_turn=chosen.ends_turn,
         )
         return engines.new_session(model, options, settings)
 
-    async def transcribe_file(
+    def _limits(self, profile: Profile) -> RequestLimits:
+        """The cap and deadline of a request of ``profile``."""
+        chosen = self._profiles[profile]
+        return RequestLimits(chosen.max_audio_s, chosen.deadline_s, chosen.deadline_counts_audio)
+
+    async def transcribe_upload(
         self,
-        samples: np.ndarray,
+        data: bytes,
         model: str | None,
         options: TranscribeOptions,
+        *,
         translate: bool = False,
+        identify: Identify = Identify.NONE,
     ) -> FileTranscript:
-        """Decode a whole file's 16 kHz int16 samples (and translate them when asked)."""
-        return await transcribe_samples(self._engines, samples, model, options, translate)
+        """A whole file's transcript (any format PyAV reads), within the file profile's
+        cap and deadline; with ``identify``, who speaks in it."""
+        engines = self._engines
+        limits = self._limits(Profile.FILE)
+        return await transcribe_upload(
+            engines, engines.speakers, limits, data, model, options,
+            translate=translate, identify=identify,
+        )  # fmt: skip
 
-    def stream_file(
-        self, samples: np.ndarray, model: str | None, options: TranscribeOptions
+    async def stream_upload(
+        self, data: bytes, model: str | None, options: TranscribeOptions
     ) -> AsyncIterator[Segment | Transcript]:
-        """A whole file's segments as they are decoded, then its Transcript."""
-        return stream_segments(self._engines, samples, model, options)
+        """A whole file's segments as they are decoded, then its Transcript (the file
+        is decoded first: a bad one fails here)."""
+        return await stream_upload(self._engines, self._limits(Profile.FILE), data, model, options)
 
-    async def translate(
-        self, session: SpeechSession, audio: np.ndarray, options: TranscribeOptions, text: str
-    ) -> str:
-        """English text of a session's utterance ``audio`` whose transcript is ``text``."""
-        return await translate_audio(self._engines, session.asr, audio, options, text)
+    async def transcribe_pcm(
+        self, fmt: AudioFormat, pcm: bytes, model: str | None, options: TranscribeOptions
+    ) -> FileTranscript:
+        """The transcript of a client's PCM in ``fmt`` (a Realtime audio item), at most
+        ``limits.max_audio_s`` of it."""
+        samples = await asyncio.to_thread(to_internal, fmt, pcm)
+        limit = self.limits.max_audio_s
+        if len(samples) > limit * RATE:
+            raise AudioTooLong(f"the audio is longer than {limit:g} s")
+        return await transcribe_samples(self._engines, samples, model, options)
 
     async def add_take(
         self, enrollment: Enrollment, data: bytes | np.ndarray, index: int | None

@@ -1,4 +1,8 @@
-"""The LLM as a conversation partner: prompt building, limits and bounded history."""
+"""The LLM as a conversation partner: prompt building, limits and bounded history.
+
+A client's own instructions and limits for its replies are a
+:class:`~daemon.engines.llm.values.ChatOptions` (re-exported here).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,20 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
-from daemon.engines.llm.base import ChatMessage, LlmEngine, ReplyPiece, Sampling, ToolSet
+from daemon.engines.llm.base import (
+    ChatMessage,
+    LlmEngine,
+    Reply,
+    ReplyPiece,
+    Sampling,
+    ToolSet,
+)
 from daemon.engines.llm.repetition import DEFAULT_NGRAM, RepetitionGuard
-from daemon.errors import InvalidRequest, InvalidText, TextTooLong
+from daemon.engines.llm.values import ChatOptions
+from daemon.errors import InvalidText, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
+__all__ = ["ChatOptions", "ChatService", "ChatSettings", "ConversationStore", "speaker_line"]
 MAX_SPEAKER_CHARS = 64
 """The longest speaker name put in a system prompt (an enrolled name is at most this)."""
 
@@ -98,39 +111,6 @@ class ChatSettings:
     """A reply ends before a phrase of this many words comes again (0: never cut)."""
 
 
-@dataclass(frozen=True)
-class ChatOptions:
-    """One client's own instructions and limits for its replies (None: the configured).
-
-    A client that brings its own persona (the Realtime API's ``instructions``) replaces
-    the configured system prompt; the speaker's name is still added after it.
-    """
-
-    instructions: str | None = None
-    """The system prompt to use instead of ``llm.system_prompt`` ("" : none)."""
-    temperature: float | None = None
-    max_tokens: int | None = None
-    """The longest reply (tokens); None: ``llm.max_tokens``."""
-    turns: tuple[ChatMessage, ...] = ()
-    """Turns after the user's (a tool call and its results): the reply answers them."""
-
-    def __post_init__(self) -> None:
-        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
-            raise InvalidRequest(f"temperature {self.temperature:g} is outside 0..2")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise InvalidRequest(f"max_tokens {self.max_tokens} is below 1")
-
-    def sampling(self, base: Sampling) -> Sampling:
-        """``base`` with this client's temperature and length where it sets them."""
-        if self.temperature is None and self.max_tokens is None:
-            return base
-        return replace(
-            base,
-            temperature=base.temperature if self.temperature is None else self.temperature,
-            max_tokens=base.max_tokens if self.max_tokens is None else self.max_tokens,
-        )
-
-
 async def cut_repetition(pieces: AsyncIterator[str], guard: RepetitionGuard) -> AsyncIterator[str]:
     """Pass ``pieces`` on until they start repeating themselves, then end cleanly and
     stop the generation (the source is closed)."""
@@ -162,17 +142,6 @@ async def cut_text_repetition(
         tail = guard.finish()
         if tail:
             yield tail
-    finally:
-        if isinstance(pieces, AsyncGenerator):
-            await pieces.aclose()
-
-
-async def _text_only(pieces: AsyncIterator[ReplyPiece]) -> AsyncIterator[str]:
-    """The text of a reply (a tool call no tool was offered for is dropped)."""
-    try:
-        async for piece in pieces:
-            if isinstance(piece, str):
-                yield piece
     finally:
         if isinstance(pieces, AsyncGenerator):
             await pieces.aclose()
@@ -260,17 +229,34 @@ class ChatService:
         speaker: str | None = None,
         options: ChatOptions | None = None,
     ) -> AsyncIterator[str]:
-        """Stream the LLM's reply to ``text``.
+        """Stream the LLM's reply to ``text`` (its words; see :meth:`converse`)."""
+        pieces = self.converse(conversation_id, text, remember, speaker=speaker, options=options)
+        async for piece in pieces:
+            if isinstance(piece, str):
+                yield piece
+
+    async def converse(
+        self,
+        conversation_id: str,
+        text: str,
+        remember: bool = True,
+        *,
+        speaker: str | None = None,
+        options: ChatOptions | None = None,
+    ) -> AsyncIterator[ReplyPiece]:
+        """Stream the LLM's reply to ``text``: its words and, when ``options`` offer
+        tools, the pieces of the calls it makes, from one generation.
 
         Args:
             conversation_id: whose history to use and extend ("": none).
             text: what the person said.
-            remember: add the exchange to the history when the reply is complete; a
+            remember: add the exchange to the history when the reply is complete (and
+                made no call: a call's exchange goes on with its results); a
                 speculative reply passes False and is remembered only if it is used.
             speaker: the enrolled person who said it (None: not known); the system
                 prompt names them.
             options: the client's own instructions and limits (None: the configured),
-                and the tool turns the reply answers.
+                the tool turns the reply answers, and the tools it may call.
         """
         options = options or ChatOptions()
         self.check_options(options)
@@ -278,17 +264,23 @@ class ChatService:
             conversation_id, text, speaker=speaker, instructions=options.instructions
         )
         sampling = options.sampling(self.settings.sampling)
-        pieces: AsyncIterator[str]
-        if options.turns:  # the answer to tool results: text only, no tools offered now
-            pieces = _text_only(self.complete_tools(messages + list(options.turns), None, sampling))
+        pieces: AsyncIterator[ReplyPiece]
+        if options.tools is not None or options.turns:
+            pieces = self.complete_tools(messages + list(options.turns), options.tools, sampling)
         else:
             pieces = self.reply(messages, sampling)
-        parts: list[str] = []
-        async for piece in pieces:
-            parts.append(piece)
-            yield piece
-        if remember:
-            self.remember(conversation_id, text, "".join(parts).strip())
+        reply = Reply()
+        try:
+            async for piece in pieces:
+                if not isinstance(piece, str) and options.tools is None:
+                    continue  # a call no tool was offered for
+                reply.add(piece)
+                yield piece
+        finally:
+            if isinstance(pieces, AsyncGenerator):
+                await pieces.aclose()  # a reply cut short stops the generation now
+        if remember and not reply.calls:
+            self.remember(conversation_id, text, reply.text.strip())
 
     def check_options(self, options: ChatOptions) -> None:
         """Refuse instructions longer than a prompt may be (``limits.max_prompt_chars``)."""

@@ -19,33 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from daemon.audio.pcm import AudioFormat
 from daemon.engines.tts.base import SynthesisOptions
-from daemon.engines.tts.service import TtsService
-from daemon.engines.wake.library import WakeModelInfo
 from daemon.errors import HearthError, InvalidRequest
-from daemon.speakers.service import SpeakerLookup, SpeakerService
+from daemon.ops.stream import EventStream
+from daemon.ops.tasks import OwnedTasks
 from daemon.speech import conversation_state as cs
 from daemon.speech import events as ev
 from daemon.speech.chat import ChatOptions
-from daemon.speech.pipeline import PipelineRun, SpeculativeReplies, SpeechPipeline
+from daemon.speech.finals import Utterance
+from daemon.speech.listening import (
+    Hearing,
+    Services,
+    finish_speech,
+    open_session,
+    own_end_failed,
+)
+from daemon.speech.pipeline import PipelineRun, SpeculativeReplies
 from daemon.speech.reply import SAY_BURST, Playback, ReplySlot, SayBudget, said
 from daemon.speech.session import SpeechSession
-from daemon.speech.stream import EventStream
-from daemon.speech.tasks import OwnedTasks
-from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeListener, WakeNote
+from daemon.speech.wake_gate import WakeDetected, WakeGate, WakeNote
 
 _LOGGER = logging.getLogger(__name__)
 MAX_EVENTS = 256
 """Events held for a reader that has not taken them (then producers wait)."""
-SPEAKER_WAIT_S = 0.25
-"""How long a transcript waits for its speaker's name (an embedding takes ~30 ms)."""
 GATE_WAIT_S = 3.0
-"""How long the household gate waits for it: the decision needs the answer."""
+"""How long the household gate waits for a final's speaker: the decision needs the answer."""
 __all__ = ["SAY_BURST", "Conversation", "ConversationEvent", "Hearing", "Mode", "Playback"]
 
 ConversationEvent = ev.PipelineEvent | ev.ConversationNote | WakeNote
@@ -54,39 +56,7 @@ ignored utterances, phases) and the wake gate's notes."""
 Mode = cs.Mode
 """How a conversation hears (push-to-talk, hands-free, wake)."""
 Phase = cs.Phase
-
-
-class Services(Protocol):
-    """What a conversation takes from the loaded engines (read afresh after a reload)."""
-
-    @property
-    def pipeline(self) -> SpeechPipeline | None: ...
-
-    @property
-    def tts(self) -> TtsService | None: ...
-
-    @property
-    def speakers(self) -> SpeakerService | None: ...
-
-
-@dataclass(frozen=True)
-class Hearing:
-    """How a conversation hears, from one ``listen`` to the next."""
-
-    mode: cs.Mode
-    open_session: Callable[[], SpeechSession]
-    """A speech session from the current engines (called again to renew it)."""
-    reply: bool = False
-    """Answer each utterance (else transcripts only)."""
-    speak: bool = True
-    """Speak the answer (else its text only)."""
-    tts_options: SynthesisOptions = field(default_factory=SynthesisOptions)
-    require_known: bool = False
-    """The household gate (``speakers.require: known``)."""
-    wake: WakeListener | None = None
-    """Wake mode's detector (the conversation closes it)."""
-    wake_model: WakeModelInfo | None = None
-    command_timeout_s: float = 8.0
+_AUDIO = (ev.SpeechAudioStart, ev.SpeechAudio, ev.SpeechAudioStop)
 
 
 class Conversation:
@@ -110,7 +80,7 @@ class Conversation:
         self._last_speaker: str | None = None
         self._out: EventStream[ConversationEvent] = EventStream(MAX_EVENTS)
         self._tasks = OwnedTasks(f"conversation-{conversation_id}")
-        self._reply = ReplySlot(self._tasks, self._emit, playback)
+        self._reply = ReplySlot(self._tasks, self._emit, playback, self._drop_unsent_audio)
         self._says = SayBudget()
         self.chat_options = ChatOptions()
         """How replies are written (a client's instructions and limits): read as each starts."""
@@ -146,7 +116,7 @@ class Conversation:
 
     async def listen(self, hearing: Hearing) -> None:
         """Hear in a new mode; what was heard before (and a reply) stops."""
-        session = await _open_session(hearing)  # fails (unknown model) before anything stops
+        session = await open_session(hearing)  # fails (unknown model) before anything stops
         self._generation += 1
         self.hearing = hearing
         signal = cs.Listen(hearing.mode, hearing.reply, hearing.require_known)
@@ -295,7 +265,7 @@ class Conversation:
         at once; the session's reader sends the final (and starts the reply)."""
         speech, self._speech, self._listener = self._speech, None, None
         if speech is not None:
-            self._tasks.spawn(_finish_speech(speech, self._emit, self.id), "finish")
+            self._tasks.spawn(finish_speech(speech, self._emit, self.id), "finish")
 
     async def _renew(self) -> None:
         """Between utterances after a reload: a speech session from the current engines."""
@@ -322,14 +292,14 @@ class Conversation:
                 self.id, hearing.speak, hearing.tts_options, self.chat_options
             )
             replies.speaker = self._last_speaker
-        lookup = SpeakerLookup(services.speakers)
-        speech.on_utterance = lookup.start
+        utterance = self._utterance(services)
+        speech.on_utterance = utterance.start
         try:
             async for event in speech.events():
                 if isinstance(event, ev.FinalTranscript):
-                    await self._heard(event, lookup, replies, generation)
-                    lookup = SpeakerLookup(services.speakers)
-                    speech.on_utterance = lookup.start
+                    await self._heard(event, utterance, replies, generation, speech)
+                    utterance = self._utterance(services)
+                    speech.on_utterance = utterance.start
                     continue
                 await self._emit(event)  # the speech first, then what it stops
                 if isinstance(event, ev.VoiceStarted):
@@ -337,6 +307,7 @@ class Conversation:
                 if replies is not None:
                     replies.chat_options = self.chat_options  # a change applies from now on
                     await replies.observe(event)
+            await own_end_failed(speech, self._emit, self.id)
         except HearthError as exc:
             await self._emit(ev.RunError(exc.code, exc.message))
         except Exception:  # noqa: BLE001 - a reader that dies would leave the client deaf
@@ -345,23 +316,33 @@ class Conversation:
             if self._speech is speech:
                 await self.mute()
         finally:
-            lookup.cancel()
+            utterance.cancel()
             if replies is not None:
                 await replies.close()
+
+    def _utterance(self, services: Services) -> Utterance:
+        hearing = self.hearing
+        assert hearing is not None
+        return Utterance(services.speakers, hearing.identify, hearing.translate)
 
     async def _heard(
         self,
         final: ev.FinalTranscript,
-        lookup: SpeakerLookup,
+        utterance: Utterance,
         replies: SpeculativeReplies | None,
         generation: int,
+        speech: SpeechSession,
     ) -> None:
         """An utterance's final: name its speaker, then reply, ignore or just pass it on."""
+        hearing = self.hearing
+        assert hearing is not None
         gate = self.state.require_known and self.state.continuous
-        match = await lookup.match(GATE_WAIT_S if gate else SPEAKER_WAIT_S)
-        if match is not None and match.name is not None:
-            final = replace(final, speaker=match.name)
-            self._last_speaker = match.name
+        wait = GATE_WAIT_S if gate else hearing.speaker_wait_s
+        services = self._services()
+        options = speech.options.transcribe
+        final = await utterance.complete(final, wait, services, speech.asr, options)
+        if final.speaker is not None:
+            self._last_speaker = final.speaker
         if generation != self._generation:
             await self._emit(final)  # a push-to-talk final from before the last listen
             return
@@ -388,30 +369,8 @@ class Conversation:
     async def _emit(self, event: ConversationEvent) -> None:
         await self._out.put(event)
 
-
-async def _open_session(hearing: Hearing) -> SpeechSession:
-    """The hearing's speech session; when it cannot open, its wake listener is freed."""
-    try:
-        return hearing.open_session()
-    except BaseException:
-        if hearing.wake is not None:
-            await hearing.wake.close()
-        raise
-
-
-async def _finish_speech(
-    speech: SpeechSession, emit: Callable[[ConversationEvent], Awaitable[None]], owner: str
-) -> None:
-    """Push-to-talk: the final decode, beside the caller; a failure is the client's event."""
-    try:
-        await speech.finish()
-    except HearthError as exc:
-        await emit(ev.RunError(exc.code, exc.message))
-    except Exception:  # noqa: BLE001 - the conversation lives on; the client hears why
-        _LOGGER.exception("[%s] final decode failed", owner)
-        await emit(ev.RunError("internal-error", "internal error"))
-    finally:
-        await speech.close()
+    def _drop_unsent_audio(self) -> None:
+        self._out.drop(lambda event: isinstance(event, _AUDIO))
 
 
 async def _drop(run: PipelineRun) -> None:

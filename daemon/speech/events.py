@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from daemon.engines.llm.base import ToolCall
+
 
 @dataclass(frozen=True)
 class VoiceStarted:
@@ -67,6 +69,11 @@ class FinalTranscript:
     """True when a speculative decode started before the end of input was used."""
     speaker: str | None = None
     """The enrolled speaker whose voice this is, when verification found one."""
+    verified: tuple[tuple[str, float], ...] = ()
+    """Verification asked: every enrolled speaker whose voice matched at or above the
+    threshold, with its cosine similarity, best first."""
+    translation: str | None = None
+    """The utterance in English, when a translation was asked for."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,9 @@ class ReplyDone:
 
     text: str
     conversation_id: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the reply called (tools were offered): the exchange goes on with
+    their results, so it is not remembered yet."""
 
 
 @dataclass(frozen=True)

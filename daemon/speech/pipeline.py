@@ -5,8 +5,12 @@ emits everything as internal events through one async generator, and always ends
 with :class:`RunEnded`. A run over a speech session passes the session's events
 (VAD, partials, the final transcript) through too, so an adapter reads one stream;
 it reads it from the start, while the audio still arrives, and calls the session's
-``finish()`` when the audio ends. TTS starts on the first complete sentence of the
-reply while the LLM is still writing the rest.
+``finish()`` when the audio ends. The reply's text becomes a voice through the one
+sentence speaker (:mod:`~daemon.speech.sentence_speaker`): TTS starts on the first
+complete sentence while the LLM is still writing the rest.
+
+A reply that may call tools (``ChatOptions.tools``) is the same one generation: its
+words are spoken as they come, and its calls arrive whole with :class:`ReplyDone`.
 
 A run over a speech session also replies *speculatively*: when the session's
 speculative transcript arrives (the person has paused), the reply starts at once
@@ -21,11 +25,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import replace
 
+from daemon.engines.llm.base import Reply
+from daemon.engines.llm.toolcalls import new_call_id
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
-from daemon.engines.tts.text import SentenceSplitter
-from daemon.errors import HearthError, InvalidText
+from daemon.errors import HearthError
 from daemon.speech.chat import ChatOptions, ChatService
 from daemon.speech.events import (
     FinalTranscript,
@@ -41,6 +47,7 @@ from daemon.speech.events import (
     SpeechAudioStart,
     SpeechAudioStop,
 )
+from daemon.speech.sentence_speaker import SentenceSpeaker
 from daemon.speech.session import SpeechSession
 
 _LOGGER = logging.getLogger(__name__)
@@ -49,8 +56,6 @@ FIRST_CLAUSE_CHARS = 16
 """The first spoken piece may end at a comma once it is this long (earlier audio)."""
 MAX_REPLY_EVENTS = 64
 """Reply events produced ahead of the reader; then the LLM and TTS wait."""
-MAX_SENTENCES_AHEAD = 8
-"""Sentences the LLM may write ahead of speech synthesis."""
 
 
 class SpeechPipeline:
@@ -138,57 +143,53 @@ class _Reply:
         self._task = asyncio.ensure_future(self._produce(speak))
 
     async def _produce(self, speak: bool) -> None:
-        sentences: asyncio.Queue[str | None] | None = (
-            asyncio.Queue(MAX_SENTENCES_AHEAD) if speak else None
-        )
+        voice = None
+        if speak:
+            voice = SentenceSpeaker(
+                self._tts, self._tts_options, first_clause_chars=FIRST_CLAUSE_CHARS
+            )
         await self._out.put(ReplyStarted(self._conversation_id))
         try:
             # A TaskGroup cancels the other stage when one fails, so a TTS error
             # does not leave the LLM generating into the void.
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._think(sentences))
-                if sentences is not None:
-                    group.create_task(self._speak(sentences))
+                group.create_task(self._think(voice))
+                if voice is not None:
+                    group.create_task(self._speak(voice))
         except BaseExceptionGroup as group_error:
             await self._out.put(_one_error(group_error))
         else:
             await self._out.put(_END)
 
-    async def _think(self, sentences: asyncio.Queue[str | None] | None) -> None:
-        splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
-        parts: list[str] = []
-        async for piece in self._chat.chat(
+    async def _think(self, voice: SentenceSpeaker | None) -> None:
+        reply = Reply()
+        async for piece in self._chat.converse(
             self._conversation_id,
             self.text,
             remember=False,
             speaker=self.speaker,
             options=self.chat_options,
         ):
-            parts.append(piece)
+            reply.add(piece)
+            if not isinstance(piece, str):
+                continue  # a piece of a tool call: the calls come whole with the end
             await self._out.put(ReplyChunk(piece))
-            if sentences is not None:
-                for sentence in splitter.feed(piece):
-                    await sentences.put(sentence)
-        if sentences is not None:
-            for sentence in splitter.flush():
-                await sentences.put(sentence)
-        await self._out.put(ReplyDone("".join(parts).strip(), self._conversation_id))
-        # Only on success: on failure the TaskGroup cancels the speaker, and a put
-        # into a full queue here would wait for it forever.
-        if sentences is not None:
-            await sentences.put(None)
+            if voice is not None:
+                await voice.write(piece)
+        calls = tuple(replace(c, id=c.id or new_call_id()) for c in reply.tool_calls)
+        await self._out.put(ReplyDone(reply.text.strip(), self._conversation_id, calls))
+        if voice is not None:
+            voice.end()
 
-    async def _speak(self, sentences: asyncio.Queue[str | None]) -> None:
+    async def _speak(self, voice: SentenceSpeaker) -> None:
         started = False
-        while (sentence := await sentences.get()) is not None:
-            try:
-                async for block in self._tts.stream(sentence, self._tts_options):
-                    if not started:
-                        started = True
-                        await self._out.put(SpeechAudioStart(block.rate))
-                    await self._out.put(SpeechAudio(block.pcm, block.sentence))
-            except InvalidText:
-                continue  # nothing to say in it: only emoji, Markdown marks or punctuation
+        async for _, block in voice.audio():
+            if block is None:
+                continue  # a sentence's end: the reply's audio runs on
+            if not started:
+                started = True
+                await self._out.put(SpeechAudioStart(block.rate))
+            await self._out.put(SpeechAudio(block.pcm, block.sentence))
         if started:
             await self._out.put(SpeechAudioStop())
 
@@ -284,7 +285,7 @@ class PipelineRun:
                     await self._drop_speculation()
                     reply = self._new_reply(text)
                 async for event in reply.events():
-                    if isinstance(event, ReplyDone):
+                    if isinstance(event, ReplyDone) and not event.tool_calls:
                         self.pipeline.chat.remember(self.conversation_id, text, event.text)
                     yield event
         except asyncio.CancelledError:

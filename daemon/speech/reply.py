@@ -18,8 +18,8 @@ from typing import Protocol
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
 from daemon.errors import Busy, HearthError
+from daemon.ops.tasks import OwnedTasks
 from daemon.speech import events as ev
-from daemon.speech.tasks import OwnedTasks
 
 _LOGGER = logging.getLogger(__name__)
 SAY_BURST = 4
@@ -68,12 +68,24 @@ Notify = Callable[[], Awaitable[None]]
 
 
 class ReplySlot:
-    """The reply under way (at most one), and the client's player of its audio."""
+    """The reply under way (at most one), and the client's player of its audio.
 
-    def __init__(self, tasks: OwnedTasks, emit: Emit, playback: Playback | None) -> None:
+    Cutting a reply stops its task, clears the player, and drops its audio that was
+    emitted and not yet read, so a client's adapter never plays a cut reply's audio and
+    never clears its player itself."""
+
+    def __init__(
+        self,
+        tasks: OwnedTasks,
+        emit: Emit,
+        playback: Playback | None,
+        unsent: Callable[[], None] = lambda: None,
+    ) -> None:
         self._tasks = tasks
         self._emit = emit
         self._playback = playback
+        self._unsent = unsent
+        """Drops the reply audio emitted and not yet read by the client's adapter."""
         self._task: asyncio.Task[None] | None = None
         self._text: list[str] = []
 
@@ -131,6 +143,9 @@ class ReplySlot:
             task.cancel()
         if self._playback is not None:
             self._playback.clear()
+        # Audio of the cut reply still waiting in the event stream must not reach the
+        # player after the clear: it is dropped with the reply.
+        self._unsent()
         if report and (running or playing):
             await self._emit(ev.ReplyInterrupted("".join(self._text).strip()))
 

@@ -37,14 +37,14 @@ from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
 from daemon.errors import HearthError, InvalidAudio
+from daemon.ops.stream import EventStream
 from daemon.speech.decodes import Decodes
 from daemon.speech.endpoint import Endpointer, EndpointEvent, EndpointState
 from daemon.speech.events import FinalTranscript, SessionEvent, VoiceStarted, VoiceStopped
 from daemon.speech.intake import BATCH_WAIT_S, AudioIntake, Held
+from daemon.speech.session_views import SessionViews
 from daemon.speech.settings import SessionOptions, SessionSettings
-from daemon.speech.stream import EventStream
 from daemon.speech.turn_checks import TurnChecks
-from daemon.speech.turn_text import TurnJudgement
 
 __all__ = ["SessionOptions", "SessionSettings", "SpeechSession"]
 _LOGGER = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ MAX_QUEUED_EVENTS = 64
 """Events a session holds for a reader that has not taken them yet."""
 
 
-class SpeechSession:
+class SpeechSession(SessionViews):
     """One utterance, or with ``hands_free`` an endless stream of them."""
 
     def __init__(
@@ -104,55 +104,6 @@ class SpeechSession:
         """With ``ends_turn``, once the endpoint ended the utterance: the final decode."""
         self.on_utterance: Callable[[np.ndarray], None] | None = None
         """Called with each utterance's trimmed audio as its final decode starts."""
-
-    # ------------------------------------------------------------------ views
-
-    @property
-    def turn_checks(self) -> int:
-        """Turn-model decisions asked for: tests and benchmarks read it."""
-        return 0 if self.turns is None else self.turns.asked
-
-    @property
-    def turn_skips(self) -> int:
-        """Checks not made because the machine was busy (the fixed silence decided)."""
-        return 0 if self.turns is None else self.turns.skipped
-
-    @property
-    def judgements(self) -> list[TurnJudgement]:
-        """The latest turn decisions, with what decided them: tests and benchmarks read it."""
-        return [] if self.turns is None else list(self.turns.judgements)
-
-    @property
-    def asr_calls(self) -> int:
-        """Whisper decodes started (partials included): tests and metrics read it."""
-        return self.decodes.calls
-
-    @property
-    def _finished(self) -> bool:
-        return self.decodes.finished
-
-    @property
-    def samples(self) -> int:
-        """Internal samples received so far (whole stream), held ones included."""
-        return self.intake.received
-
-    @property
-    def in_utterance(self) -> bool:
-        """True while an utterance is under way (speech was heard and not yet decoded)."""
-        return self.endpointer.state is not EndpointState.WAITING
-
-    @property
-    def turn_ended(self) -> bool:
-        """True when the turn model ended the utterance (a client may stop sending)."""
-        return self.turns is not None and self.endpointer.state is EndpointState.ENDED
-
-    @property
-    def language(self) -> str:
-        """The expected language: the requested one, else the model's default ("en")."""
-        lang = self.options.transcribe.language
-        return (
-            lang if lang and lang != "auto" else getattr(self.asr, "default_language", "") or "en"
-        )
 
     # ------------------------------------------------------------------ input
 

@@ -33,11 +33,11 @@ class FileTranscript:
     segments: tuple[Segment, ...] = ()
     translation: str | None = None
     """English translation, when asked for."""
-
-
-def speedup(audio_ms: float, infer_ms: float) -> int:
-    """How many times faster than real time a decode was (rounded down, as WIS reports it)."""
-    return int(audio_ms // infer_ms) if infer_ms > 0 else 0
+    speaker: str | None = None
+    """The enrolled speaker whose voice it is (asked for, and found)."""
+    identified: bool = False
+    """Whether the voice was compared with enrolled ones (asked for, and anyone is
+    enrolled): then ``speaker`` None means a voice nobody enrolled."""
 
 
 async def decode_upload(data: bytes, max_seconds: float) -> np.ndarray:

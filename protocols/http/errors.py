@@ -89,11 +89,6 @@ class HttpError(HearthError):
         self.headers = headers or {}
 
 
-def timed_out(seconds: float) -> HttpError:
-    """The error for a request that ran past ``limits.request_timeout_s``."""
-    return HttpError("timeout", f"the request took longer than {seconds:g} s")
-
-
 def error_body(path: str, code: str, message: str) -> dict[str, object]:
     """The JSON body for an error on ``path``."""
     if path.startswith("/v1/"):

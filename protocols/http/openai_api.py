@@ -8,7 +8,6 @@ key (any string when none is configured). Model and voice names of OpenAI's own
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -21,12 +20,10 @@ from daemon.audio.stream import output_format
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
-from daemon.speakers.service import SpeakerLookup
-from daemon.speech.transcribe import decode_upload
+from daemon.speech.finals import Identify
 from protocols.http import formats
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth, require
-from protocols.http.errors import timed_out
+from protocols.http.common import ready_hearth, require
 from protocols.http.formats import audio_responses
 from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name
 
@@ -44,7 +41,6 @@ CREATED = int(time.time())
     ),
 )
 async def transcriptions(
-    request: Request,
     file: UploadFile,
     model: str = Form("whisper-1"),
     language: str | None = Form(None),
@@ -57,7 +53,6 @@ async def transcriptions(
     """Text of ``file`` (any format PyAV reads); ``stream=true`` sends server-sent
     ``transcript.text.delta`` events as segments are decoded, then
     ``transcript.text.done``. ``temperature`` is accepted and ignored."""
-    limits = config_of(request).limits
     fmt = formats.check_response_format(response_format)
     name = asr_model_name(hearth, model, OPENAI_ASR_MODELS)
     options = TranscribeOptions(
@@ -68,22 +63,12 @@ async def transcriptions(
     # An unknown model or language fails now, not after the upload (or as a stream event).
     hearth.check_transcribe(name, options)
     data = await file.read()
-    # Who is speaking, beside the decode (its own worker), for verbose_json.
-    speaker = SpeakerLookup(hearth.speakers if fmt == "verbose_json" else None)
-    try:
-        async with asyncio.timeout(limits.request_timeout_s):
-            samples = await decode_upload(data, limits.max_file_audio_s)
-            if stream:
-                items = hearth.stream_file(samples, name, options)
-                events = _transcript_events(items, limits.request_timeout_s)
-                return StreamingResponse(events, media_type="text/event-stream")
-            speaker.start(samples)
-            result = await hearth.transcribe_file(samples, name, options)
-            match = await speaker.match()
-    except TimeoutError:
-        raise timed_out(limits.request_timeout_s) from None
-    finally:
-        speaker.cancel()
+    if stream:
+        items = await hearth.stream_upload(data, name, options)
+        return StreamingResponse(_transcript_events(items), media_type="text/event-stream")
+    # Who is speaking (for verbose_json) is found beside the decode.
+    identify = Identify.NAME if fmt == "verbose_json" else Identify.NONE
+    result = await hearth.transcribe_upload(data, name, options, identify=identify)
     if fmt == "text":
         return PlainTextResponse(result.text + "\n")
     if fmt == "srt":
@@ -94,34 +79,25 @@ async def transcriptions(
         body = formats.verbose_json(
             result.text, result.language, result.audio_ms / 1000, result.segments
         )
-        if match is not None:
-            body["speaker"] = match.name  # an enrolled speaker's name, or null (beyond OpenAI)
+        if result.identified:
+            body["speaker"] = result.speaker  # an enrolled speaker's name, or null (beyond OpenAI)
         return JSONResponse(body)
     return JSONResponse({"text": result.text})
 
 
-async def _transcript_events(
-    items: AsyncIterator[Segment | Transcript], timeout_s: float
-) -> AsyncIterator[bytes]:
-    """Server-sent events of a streamed decode, within ``limits.request_timeout_s``."""
+async def _transcript_events(items: AsyncIterator[Segment | Transcript]) -> AsyncIterator[bytes]:
+    """Server-sent events of a streamed decode (the core bounds it by the deadline)."""
     text = ""
-    deadline = asyncio.get_running_loop().time() + timeout_s
     try:
-        async with asyncio.timeout_at(deadline):
-            async for item in items:
-                if isinstance(item, Segment) and item.text:
-                    delta = (" " if text else "") + item.text
-                    text += delta
-                    yield formats.sse({"type": "transcript.text.delta", "delta": delta})
-                elif isinstance(item, Transcript):
-                    yield formats.sse({"type": "transcript.text.done", "text": item.text})
+        async for item in items:
+            if isinstance(item, Segment) and item.text:
+                delta = (" " if text else "") + item.text
+                text += delta
+                yield formats.sse({"type": "transcript.text.delta", "delta": delta})
+            elif isinstance(item, Transcript):
+                yield formats.sse({"type": "transcript.text.done", "text": item.text})
     except HearthError as exc:
         yield formats.sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
-    except TimeoutError:
-        error = timed_out(timeout_s)
-        yield formats.sse(
-            {"type": "error", "error": {"code": error.code, "message": error.message}}
-        )
 
 
 class SpeechRequest(BaseModel):

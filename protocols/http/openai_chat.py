@@ -7,7 +7,6 @@ OpenAI's chunks (server-sent events) or one completion, text and tool calls alik
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -31,8 +30,7 @@ from daemon.errors import HearthError, InvalidRequest
 from daemon.runtime.facade import Hearth
 from protocols.http import formats
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth, require
-from protocols.http.errors import timed_out
+from protocols.http.common import ready_hearth, require
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
 
@@ -137,8 +135,6 @@ async def chat_completions(
     within ``limits.request_timeout_s``: 504 before the first piece, an error chunk
     after it.
     """
-    timeout_s = config_of(request).limits.request_timeout_s
-    deadline = asyncio.get_running_loop().time() + timeout_s
     require(hearth.chats, "LLM")
     messages = chat_messages(body.messages)
     tools = None
@@ -156,21 +152,15 @@ async def chat_completions(
         max_tokens=body.max_completion_tokens or body.max_tokens,
     )
     reply = Reply()
-    try:
-        async with asyncio.timeout_at(deadline):
-            if body.stream:
-                first = await _first_piece(pieces)  # errors before any byte become statuses
-            else:
-                async for piece in pieces:
-                    reply.add(piece)
-                calls = reply.tool_calls
-                said = reply.text + "".join(c.name + c.arguments for c in calls)
-                prompt_tokens, completion_tokens = await hearth.count_tokens(messages, said)
-    except TimeoutError:
-        raise timed_out(timeout_s) from None
     if body.stream:
-        chunks = _chat_chunks(reply_id, model, first, pieces, deadline, timeout_s)
+        first = await _first_piece(pieces)  # errors before any byte become statuses
+        chunks = _chat_chunks(reply_id, model, first, pieces)
         return StreamingResponse(chunks, media_type="text/event-stream")
+    async for piece in pieces:
+        reply.add(piece)
+    calls = reply.tool_calls
+    said = reply.text + "".join(c.name + c.arguments for c in calls)
+    prompt_tokens, completion_tokens = await hearth.count_tokens(messages, said)
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if calls:
         message["content"] = reply.text or None  # OpenAI's null beside calls
@@ -209,10 +199,9 @@ async def _chat_chunks(
     model: str,
     first: ReplyPiece | None,
     pieces: AsyncIterator[ReplyPiece],
-    deadline: float,
-    timeout_s: float,
 ) -> AsyncIterator[bytes]:
-    """The reply as SSE chunks; an error chunk ends it at ``deadline`` (loop time)."""
+    """The reply as SSE chunks; an error chunk ends it (the core's ``timeout`` past the
+    request deadline included)."""
     created = int(time.time())
     calls: set[int] = set()
     """Indexes of the tool calls begun (their first delta carries id and name)."""
@@ -244,18 +233,10 @@ async def _chat_chunks(
         yield chunk(delta(first))
         error: HearthError | None = None
         try:
-            while True:
-                # Each wait for a piece is timed, never a yield: the client's own pace
-                # must not turn into a cancellation of the response's task.
-                async with asyncio.timeout_at(deadline):
-                    piece = await anext(pieces, None)
-                if piece is None:
-                    break
+            async for piece in pieces:
                 yield chunk(delta(piece))
         except HearthError as exc:
             error = exc
-        except TimeoutError:
-            error = timed_out(timeout_s)
         if error is not None:
             yield formats.sse({"error": {"message": error.message, "code": error.code}})
             finish = "error"

@@ -6,34 +6,16 @@ The store is read per request, so a change is seen at once by every protocol.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Request, UploadFile
+from fastapi import APIRouter, Body, Depends, UploadFile
 from fastapi.responses import JSONResponse, Response
 
-from daemon.audio.pcm import decode_file
-from daemon.errors import InvalidRequest, SpeakersOff
-from daemon.runtime.facade import Hearth
-from daemon.speakers.service import SpeakerService
-from daemon.speakers.store import Speaker
-from daemon.speech.transcribe import decode_upload
-from daemon.voices.enroll import Enrollment
+from daemon.runtime.facade import Hearth, Speaker
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth
+from protocols.http.common import ready_hearth
 
 router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key)])
-MAX_RECORDING_S = 60.0
-"""One enrollment recording at most."""
-
-
-def _speakers(hearth: Hearth) -> SpeakerService:
-    speakers = hearth.speakers
-    if speakers is None:
-        raise SpeakersOff(
-            "speaker verification is off (speakers.enabled: false, or its model did not load)"
-        )
-    return speakers
 
 
 def _shown(speaker: Speaker) -> dict[str, Any]:
@@ -43,13 +25,11 @@ def _shown(speaker: Speaker) -> dict[str, Any]:
 @router.get("/api/speakers", summary="Every enrolled speaker (names only)")
 async def list_speakers(hearth: Hearth = Depends(ready_hearth)) -> dict[str, Any]:
     """Names, recording counts and enrollment times; never embeddings."""
-    speakers = await asyncio.to_thread(_speakers(hearth).store.list)
-    return {"speakers": [_shown(s) for s in speakers]}
+    return {"speakers": [_shown(s) for s in await hearth.list_speakers()]}
 
 
 @router.post("/api/speakers/{name}", summary="Enroll a speaker", status_code=201)
 async def enroll_speaker(
-    request: Request,
     name: str,
     files: list[UploadFile],
     hearth: Hearth = Depends(ready_hearth),
@@ -58,13 +38,8 @@ async def enroll_speaker(
 
     Enrolling a known name again replaces their enrollment.
     """
-    service = _speakers(hearth)
-    if len(files) > service.settings.max_takes:
-        raise InvalidRequest(f"at most {service.settings.max_takes} recordings")
-    limits = config_of(request).limits
-    recordings = [await decode_upload(await upload.read(), MAX_RECORDING_S) for upload in files]
-    async with asyncio.timeout(limits.request_timeout_s):
-        speaker = await service.enroll(name, recordings)
+    hearth.check_enrollment(len(files))  # before the uploads are read
+    speaker = await hearth.enroll_speaker(name, [await upload.read() for upload in files])
     return JSONResponse(_shown(speaker), status_code=201)
 
 
@@ -74,17 +49,11 @@ async def enroll_speaker(
     status_code=201,
 )
 async def enroll_from_voice(
-    request: Request, name: str, voice: str, hearth: Hearth = Depends(ready_hearth)
+    name: str, voice: str, hearth: Hearth = Depends(ready_hearth)
 ) -> JSONResponse:
     """The takes the person recorded for custom voice ``voice`` (``/enroll``, ``hearth
     voices enroll``): nothing to record again."""
-    service = _speakers(hearth)
-    config = config_of(request)
-    enrollment = Enrollment(config, voice)
-    paths = await asyncio.to_thread(enrollment.recordings, service.settings.max_takes)
-    recordings = [await asyncio.to_thread(decode_file, str(p), MAX_RECORDING_S) for p in paths]
-    async with asyncio.timeout(config.limits.request_timeout_s):
-        speaker = await service.enroll(name, recordings)
+    speaker = await hearth.enroll_speaker_from_voice(name, voice)
     return JSONResponse(_shown(speaker), status_code=201)
 
 
@@ -95,12 +64,11 @@ async def rename_speaker(
     hearth: Hearth = Depends(ready_hearth),
 ) -> dict[str, Any]:
     """``{"new_name": ...}``; the enrollment stays."""
-    store = _speakers(hearth).store
-    return _shown(await asyncio.to_thread(store.rename, name, new_name))
+    return _shown(await hearth.rename_speaker(name, new_name))
 
 
 @router.delete("/api/speakers/{name}", summary="Forget a speaker", status_code=204)
 async def remove_speaker(name: str, hearth: Hearth = Depends(ready_hearth)) -> Response:
     """Their embedding is deleted."""
-    await asyncio.to_thread(_speakers(hearth).store.remove, name)
+    await hearth.remove_speaker(name)
     return Response(status_code=204)

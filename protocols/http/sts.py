@@ -1,17 +1,16 @@
 """Willow speech to speech: ``POST /api/sts``, one push-to-talk turn of a conversation.
 
-The upload is heard by the conversation engine (:mod:`daemon.speech.conversation`)
-as one push-to-talk utterance: it decodes, names the speaker, and starts the reply
-on the speculative transcript while the body still arrives. This module feeds the
-body in, and turns the conversation's events into response headers and an encoded
-audio stream.
+The upload is one spoken request of the core (:mod:`daemon.speech.request`), a
+push-to-talk turn of a conversation: it decodes, names the speaker, and starts the
+reply on the speculative transcript while the body still arrives, within the
+profile's cap and deadline. This module hands the body over, and turns the turn's
+events into response headers and an encoded audio stream.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
@@ -20,21 +19,18 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.requests import ClientDisconnect
 
 from daemon.audio.decode import BodyDecoder
-from daemon.audio.pcm import INTERNAL
 from daemon.audio.stream import StreamEncoder, output_format
-from daemon.config import LimitsConfig
-from daemon.errors import InvalidAudio
+from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
 from daemon.runtime.profiles import Profile
 from daemon.speech import events as ev
-from daemon.speech.conversation import Conversation, ConversationEvent, Mode
-from daemon.speech.transcribe import decode_upload
+from daemon.speech.conversation import ConversationEvent
+from daemon.speech.request import SpeechRequest
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_hearth, require
-from protocols.http.errors import HttpError, timed_out
 from protocols.http.formats import audio_responses
 from protocols.http.names import WIS_SPEAKERS
-from protocols.http.willow import AsrQuery, feed_body, form_audio, upload_decoder
+from protocols.http.willow import AsrQuery, form_audio, upload_decoder
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
@@ -64,7 +60,6 @@ async def sts(
     when that is the whole reply). 204 when no speech was heard.
     """
     config = config_of(request)
-    limits = config.limits
     require(hearth.replies, "speech pipeline")
     fmt = output_format(format)
     tts_options = hearth.resolve_voice(
@@ -72,67 +67,52 @@ async def sts(
     )
     data = await form_audio(request)
     decoder = upload_decoder(request, config) if data is None else None
-    hearing = await hearth.hearing(
+    speech = await hearth.open_request(
         lambda: hearth,
-        Mode.PUSH_TO_TALK,
+        # A streamed body may go on after the speaker is done: the turn decides.
+        Profile.DEVICE_UPLOAD if decoder is None else Profile.DEVICE_TURN,
         model=query.model_name(hearth),
         transcribe=query.options,
-        partials=False,
         reply=True,
         tts_options=tts_options,
-        # A streamed body may go on after the speaker is done: the turn decides.
-        profile=Profile.WILLOW_UPLOAD if decoder is None else Profile.WILLOW_TURN,
+        conversation_id=conversation_id,
+        stream=True,
     )
-    conversation = hearth.open_conversation(conversation_id or uuid.uuid4().hex, lambda: hearth)
-    await conversation.listen(hearing)
-    events = conversation.events()
+    events = speech.events()
     # The body is fed while the conversation hears it, so a reply can start on a
     # pause before the upload ends.
-    feeding = asyncio.ensure_future(_hear(request, conversation, data, decoder, limits))
+    feeding = asyncio.ensure_future(_hear(request, speech, data, decoder))
     reading = asyncio.ensure_future(_until_audio(events))
     try:
-        async with asyncio.timeout(limits.request_timeout_s):
-            await asyncio.wait({feeding, reading}, return_when=asyncio.FIRST_EXCEPTION)
-            if feeding.done():
-                feeding.result()  # the feed's error: no final will come
-            head = await reading
-            await feeding
+        await asyncio.wait({feeding, reading}, return_when=asyncio.FIRST_EXCEPTION)
+        if feeding.done():
+            feeding.result()  # the feed's error: no final will come
+        head = await reading
+        await feeding
     except BaseException as exc:
         feeding.cancel()
         reading.cancel()
-        await conversation.close()  # a reply started on a pause must not run on
+        await speech.close()  # a reply started on a pause must not run on
         if isinstance(exc, ClientDisconnect):
             _LOGGER.info("A speech-to-speech upload was cut off before its end")
             return Response(status_code=400)
-        if isinstance(exc, TimeoutError):
-            raise timed_out(limits.request_timeout_s) from None
         raise
     if head.rate is None:
-        await conversation.close()
+        await speech.close()
         return Response(status_code=204, headers=head.headers())
-    body = _audio(conversation, events, StreamEncoder(fmt, head.rate))
+    body = _audio(speech, events, StreamEncoder(fmt, head.rate))
     return StreamingResponse(body, media_type=fmt.media_type, headers=head.headers())
 
 
 async def _hear(
-    request: Request,
-    conversation: Conversation,
-    data: bytes | None,
-    decoder: BodyDecoder | None,
-    limits: LimitsConfig,
+    request: Request, speech: SpeechRequest, data: bytes | None, decoder: BodyDecoder | None
 ) -> None:
-    """Feed the upload to the conversation's speech session, then end the utterance."""
-    speech = conversation.speech
-    assert speech is not None
+    """Feed the upload to the request, then end the utterance."""
     if decoder is not None:
-        await feed_body(request, speech, decoder, until_turn_end=True)
+        await speech.hear_body(request.stream(), decoder)
     else:
-        samples = await decode_upload(data, limits.max_audio_s) if data else None
-        if samples is None or not samples.size:
-            raise InvalidAudio("the file holds no audio")
-        speech.start(INTERNAL)
-        await speech.feed(samples.astype("<i2").tobytes())
-    await conversation.stop()  # the final (and the reply) follow as events
+        await speech.hear_file(data or b"")
+    await speech.stop()  # the final (and the reply) follow as events
 
 
 class _Head:
@@ -163,8 +143,6 @@ async def _until_audio(events: AsyncIterator[ConversationEvent]) -> _Head:
                 return head
         elif isinstance(event, ev.ReplyChunk):
             head.reply.append(event.text)
-        elif isinstance(event, ev.RunError):
-            raise HttpError(event.code, event.message)
         elif isinstance(event, ev.SpeechAudioStart):
             head.rate = event.rate
             return head
@@ -175,9 +153,7 @@ async def _until_audio(events: AsyncIterator[ConversationEvent]) -> _Head:
 
 
 async def _audio(
-    conversation: Conversation,
-    events: AsyncIterator[ConversationEvent],
-    encoder: StreamEncoder,
+    speech: SpeechRequest, events: AsyncIterator[ConversationEvent], encoder: StreamEncoder
 ) -> AsyncIterator[bytes]:
     """Encode the spoken reply as its events arrive, to the end of the reply."""
     try:
@@ -188,10 +164,8 @@ async def _audio(
             elif isinstance(event, ev.SpeechAudioStop):
                 if data := await asyncio.to_thread(encoder.close):
                     yield data
-            elif isinstance(event, ev.RunError):
-                _LOGGER.warning("Spoken reply failed mid-stream: %s: %s", event.code, event.message)
-            elif isinstance(event, ev.RunEnded):
-                break
+    except HearthError as exc:
+        _LOGGER.warning("Spoken reply failed mid-stream: %s: %s", exc.code, exc.message)
     finally:
-        await conversation.close()
+        await speech.close()
         await asyncio.to_thread(encoder.close)

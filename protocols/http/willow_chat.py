@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 
@@ -11,8 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisc
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
 from protocols.http.auth import check_api_key, require_api_key
-from protocols.http.common import config_of, ready_hearth, require, service_of
-from protocols.http.errors import timed_out
+from protocols.http.common import ready_hearth, require, service_of
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"])
@@ -29,12 +27,7 @@ async def chatbot(
 ) -> dict[str, str]:
     """``{"response": ...}``: the LLM's whole reply, within ``limits.request_timeout_s``."""
     require(hearth.chats, "LLM")
-    timeout_s = config_of(request).limits.request_timeout_s
-    try:
-        async with asyncio.timeout(timeout_s):
-            reply = "".join([piece async for piece in hearth.chat(conversation_id, text)])
-    except TimeoutError:
-        raise timed_out(timeout_s) from None
+    reply = "".join([piece async for piece in hearth.chat(conversation_id, text)])
     return {"response": reply.strip()}
 
 
@@ -71,17 +64,6 @@ async def ws_chatbot(websocket: WebSocket) -> None:
 
 
 async def _reply(websocket: WebSocket, hearth: Hearth, conversation: str, text: str) -> None:
-    """Stream one reply; ``timeout`` when it runs past ``limits.request_timeout_s``."""
-    timeout_s = config_of(websocket).limits.request_timeout_s
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    pieces = hearth.chat(conversation, text)
-    while True:
-        # Only the wait for the LLM is timed: a slow reader is the socket's business.
-        try:
-            async with asyncio.timeout_at(deadline):
-                piece = await anext(pieces, None)
-        except TimeoutError:
-            raise timed_out(timeout_s) from None
-        if piece is None:
-            return
+    """Stream one reply (the core's ``timeout`` past ``limits.request_timeout_s``)."""
+    async for piece in hearth.chat(conversation, text):
         await websocket.send_text(piece)

@@ -172,6 +172,7 @@ class CallSession(RealtimeSession):
             return
         if isinstance(response_id, str) and response_id not in self._audible:
             self._audible.add(response_id)
+            self.track.begin()
             await super().send(event("output_audio_buffer.started", response_id=response_id))
         self.track.play(pcm, fmt.rate)
 

@@ -12,26 +12,16 @@ answers a call the model made (see :mod:`~protocols.realtime.tools`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from daemon.audio.pcm import PcmConverter
-from daemon.engines.llm.base import ToolSet
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.errors import AudioTooLong, HearthError
-from daemon.speech.chat import ChatOptions
+from daemon.errors import HearthError
 from protocols.realtime import config as cfg
 from protocols.realtime import tools
 from protocols.realtime.audio import WireFormat, received, wire_format
-from protocols.realtime.objects import Response, UserItem, message_item
+from protocols.realtime.objects import Request, Response, UserItem, message_item
+from protocols.realtime.state import SessionState
 from protocols.realtime.wire import Refused, event, new_id
-
-if TYPE_CHECKING:
-    from protocols.realtime.session import RealtimeSession
 
 _LOGGER = logging.getLogger(__name__)
 MAX_ITEM_ID = 64
@@ -45,7 +35,7 @@ def spoken() -> UserItem:
 # ---------------------------------------------------------------- items
 
 
-async def create(session: RealtimeSession, item: object) -> None:
+async def create(session: SessionState, item: object) -> None:
     """``conversation.item.create``: a user or system message joins the conversation."""
     if not isinstance(item, dict):
         raise Refused("'item' must be an object", "invalid_type", "item")
@@ -85,7 +75,7 @@ async def create(session: RealtimeSession, item: object) -> None:
         raise Refused("'item.role' must be user or system", param="item.role")
 
 
-async def _system(session: RealtimeSession, item_id: str, text: str, audio: bytes | None) -> None:
+async def _system(session: SessionState, item_id: str, text: str, audio: bytes | None) -> None:
     if audio is not None or not text:
         raise Refused("a system message holds text only", param="item.content")
     notes = [*session.system_items, text]
@@ -102,7 +92,7 @@ async def _system(session: RealtimeSession, item_id: str, text: str, audio: byte
     await session.send(event("conversation.item.done", item=body))
 
 
-async def _user(session: RealtimeSession, item_id: str, text: str, audio: bytes | None) -> None:
+async def _user(session: SessionState, item_id: str, text: str, audio: bytes | None) -> None:
     if audio is not None and text:
         raise Refused("a user message holds text or audio, not both", param="item.content")
     user = UserItem(item_id, audio=audio is not None)
@@ -119,19 +109,14 @@ async def _user(session: RealtimeSession, item_id: str, text: str, audio: bytes 
     session.book.pending.append(user)
 
 
-async def _transcribe(
-    session: RealtimeSession, user: UserItem, pcm: bytes, fmt: WireFormat
-) -> None:
+async def _transcribe(session: SessionState, user: UserItem, pcm: bytes, fmt: WireFormat) -> None:
     """The words of an audio item, decoded whole."""
     facade = session.hearth()
     try:
-        samples = await asyncio.to_thread(_internal, pcm, fmt)
-        limit = facade.limits.max_audio_s
-        if len(samples) > limit * 16000:
-            raise AudioTooLong(f"the audio is longer than {limit:g} s")
         config = session.config
         options = config.transcribe_options()
-        result = await facade.transcribe_file(samples, session.asr_model(config), options)
+        model = session.asr_model(config)
+        result = await facade.transcribe_pcm(fmt.pcm, pcm, model, options)
         await session.book.transcribed(user, result.text, result.audio_ms)
     except HearthError as exc:
         user.resolve("")
@@ -146,12 +131,6 @@ async def _transcribe(
         )
     finally:
         user.resolve("")  # never left waiting, whatever happened
-
-
-def _internal(pcm: bytes, fmt: WireFormat) -> np.ndarray:
-    """PCM of ``fmt`` as Hearth's 16 kHz int16 samples (blocking)."""
-    converter = PcmConverter(fmt.pcm)
-    return np.concatenate([converter.convert(pcm), converter.flush()])
 
 
 def _content(content: object) -> tuple[list[str], object | None]:
@@ -171,7 +150,7 @@ def _content(content: object) -> tuple[list[str], object | None]:
     return texts, audio
 
 
-async def truncate(session: RealtimeSession, data: dict[str, Any]) -> None:
+async def truncate(session: SessionState, data: dict[str, Any]) -> None:
     """``conversation.item.truncate``: the client played this much of a reply; one still
     under way stops."""
     item_id, end = data.get("item_id"), data.get("audio_end_ms")
@@ -188,7 +167,7 @@ async def truncate(session: RealtimeSession, data: dict[str, Any]) -> None:
     )
 
 
-async def delete(session: RealtimeSession, data: dict[str, Any]) -> None:
+async def delete(session: SessionState, data: dict[str, Any]) -> None:
     """``conversation.item.delete``: an item not yet answered is not answered."""
     item_id = data.get("item_id")
     book = session.book
@@ -202,20 +181,7 @@ async def delete(session: RealtimeSession, data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- responses
 
 
-@dataclass
-class Request:
-    """A ``response.create``, checked, before the conversation is asked."""
-
-    response: Response
-    tts: SynthesisOptions | None
-    chat: ChatOptions
-    instructions: str | None
-    """The response's own instructions (they are the question when nothing waits)."""
-    tools: ToolSet | None = None
-    """The tools it offers (the response's, else the session's; None: none)."""
-
-
-def response_request(session: RealtimeSession, given: object) -> Request:
+def response_request(session: SessionState, given: object) -> Request:
     """The settings of ``response.create``'s ``response`` over the session's."""
     if given is None:
         given = {}
@@ -274,7 +240,7 @@ def response_request(session: RealtimeSession, given: object) -> Request:
     return Request(response, tts, chat, instructions, offered)
 
 
-async def answer(session: RealtimeSession, request: Request, pending: list[UserItem]) -> None:
+async def answer(session: SessionState, request: Request, pending: list[UserItem]) -> None:
     """Ask the conversation once every pending item has its words (the response's
     instructions are the question when none waits; with neither, the response is empty)."""
     response = request.response

@@ -2,7 +2,8 @@
 
 A :class:`UserItem` is a user message whose words may come later (a spoken turn, an
 audio item); a :class:`Response` is one reply of the conversation as the client sees
-it, with its one assistant item and that item's one content part.
+it, with its assistant item (that item's one content part) and its function calls;
+:class:`ToolTurns` is a question whose answer waits on function calls.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from daemon.engines.llm.base import ChatMessage, ChatOptions, ToolCall, ToolSet
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.runtime.facade import Deadline
 from protocols.realtime.audio import WireFormat
-from protocols.realtime.wire import Event, new_id
+from protocols.realtime.wire import Event, Refused, new_id
 
 
 @dataclass
@@ -55,16 +59,17 @@ class Response:
     asked: bool = False
     """The conversation was asked for its reply (a requested response)."""
     begun: bool = False
-    """Its output item was announced (the reply started)."""
+    """Its message item was announced (the reply's first words or audio)."""
     text: list[str] = field(default_factory=list)
     done_text: str | None = None
     rate: int = 24000
     audio_sent: bool = False
     error: dict[str, Any] | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
-    """The ``function_call`` items it made (then it has no message)."""
+    """The ``function_call`` items it made (after its message, when it had words)."""
     finished: bool = False
-    deadline: asyncio.TimerHandle | None = None
+    deadline: Deadline | None = None
+    """The core's request deadline, from its creation."""
 
     @property
     def transcript(self) -> str:
@@ -85,8 +90,7 @@ class Response:
             "object": "realtime.response",
             "status": status,
             "status_details": details,
-            "output": list(self.calls)
-            or (output if self.begun and status != "in_progress" else []),
+            "output": (output if self.begun and status != "in_progress" else []) + self.calls,
             "conversation_id": conversation,
             "output_modalities": ["audio"] if self.speak else ["text"],
             "max_output_tokens": self.max_output_tokens or "inf",
@@ -129,3 +133,50 @@ def content_place(response: Response) -> dict[str, Any]:
         "output_index": 0,
         "content_index": 0,
     }
+
+
+@dataclass
+class ToolTurns:
+    """A question whose answer waits on function calls, and the turns since it."""
+
+    question: str = ""
+    turns: list[ChatMessage] = field(default_factory=list)
+    open_calls: set[str] = field(default_factory=set)
+    """Call ids the model made that no output has answered yet."""
+
+    def called(self, question: str, text: str, calls: list[ToolCall]) -> None:
+        """The model called ``calls`` in answer to ``question``."""
+        self.question = question
+        self.turns = [ChatMessage("assistant", text, tuple(calls))]
+        self.open_calls = {call.id for call in calls}
+
+    def answered(self, call_id: str, output: str) -> None:
+        """The client's result of one call."""
+        if call_id not in self.open_calls:
+            raise Refused(
+                "no function call awaits an output with that call_id", param="item.call_id"
+            )
+        self.open_calls.discard(call_id)
+        self.turns.append(ChatMessage("tool", output, tool_call_id=call_id))
+
+    @property
+    def waiting(self) -> bool:
+        """Whether results were given that the next response answers."""
+        return any(turn.role == "tool" for turn in self.turns)
+
+    def clear(self) -> None:
+        """The exchange is over (answered, or a new question replaced it)."""
+        self.question, self.turns, self.open_calls = "", [], set()
+
+
+@dataclass
+class Request:
+    """A ``response.create``, checked, before the conversation is asked."""
+
+    response: Response
+    tts: SynthesisOptions | None
+    chat: ChatOptions
+    instructions: str | None
+    """The response's own instructions (they are the question when nothing waits)."""
+    tools: ToolSet | None = None
+    """The tools it offers (the response's, else the session's; None: none)."""

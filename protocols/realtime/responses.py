@@ -1,5 +1,5 @@
-"""The Realtime bookkeeping: user items, responses, and the conversation's events as
-server events.
+"""The Realtime bookkeeping: responses (on top of the user's items,
+:mod:`~protocols.realtime.user_items`), and the conversation's events as server events.
 
 The conversation speaks Hearth's vocabulary (voice started, partial and final
 transcripts, a reply's text and audio, an interruption); a Realtime client expects
@@ -13,71 +13,55 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from daemon.engines.llm.base import ToolCall
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent
+from daemon.speech.player import ReplyPlayer
 from protocols.realtime.audio import encoded
 from protocols.realtime.objects import (
     ITEM_STATUS,
     Response,
-    UserItem,
     content_place,
     message_item,
 )
-from protocols.realtime.playback import PacedPlayback
-from protocols.realtime.wire import Event, error, event, new_id
+from protocols.realtime.user_items import UserItems
+from protocols.realtime.wire import Event, error, event
 
 _LOGGER = logging.getLogger(__name__)
 CHUNK_S = 0.1
 """Reply audio per ``response.output_audio.delta`` (s)."""
-MAX_KNOWN_ITEMS = 512
-"""Item ids remembered for ``truncate`` and ``delete`` (the oldest are forgotten)."""
 
 Send = Callable[[Event], Awaitable[None]]
+Called = Callable[[Response, str, list[ToolCall]], Awaitable[None]]
 
 
-class Book:
+class Book(UserItems):
     """Ids and states of one session's items and responses (see the module docstring)."""
 
     def __init__(
         self,
         conversation_id: str,
         send: Send,
-        playback: PacedPlayback,
+        playback: ReplyPlayer[Event],
         new_response: Callable[[], Response],
     ) -> None:
+        super().__init__(send)
         self.conversation_id = conversation_id
-        self._send = send
         self.playback = playback
         self.new_response = new_response
         """A response with the session's settings (for a reply the client did not ask for)."""
-        self.vad = True
-        """Hearth ends the turns (else the client commits them): speech events are sent."""
-        self.auto_reply = True
-        """The conversation answers each turn itself (else the turn waits in ``pending``)."""
-        self.audio_base_ms = 0
-        """Where the current speech session's time 0 is in the session's input audio."""
-        self.speaking: UserItem | None = None
-        """The user item being spoken now (announced by ``speech_started``)."""
-        self.awaiting: deque[UserItem] = deque()
-        """Committed spoken items, oldest first, whose final transcript is to come."""
-        self.pending: list[UserItem] = []
-        """User items no response has answered yet."""
         self.response: Response | None = None
         """The response whose reply is under way."""
         self.requested: Response | None = None
         """A response the client asked for, before its reply starts."""
         self.draining: Response | None = None
         """A response whose reply is written, while its audio still goes out."""
-        self.respond: Callable[[], Awaitable[None]] | None = None
-        """Asks for a response to a heard turn (tools offered: the session answers it)."""
+        self.called: Called | None = None
+        """Turns the functions a reply called into items (the session's tool path)."""
         self.cancel_reason = "turn_detected"
-        self.last_item: str | None = None
-        self.known: OrderedDict[str, str] = OrderedDict()
-        """Item id → role, the newest last."""
 
     @property
     def active(self) -> Response | None:
@@ -91,60 +75,6 @@ class Book:
         requested = self.requested
         return self.response or (requested if requested is not None and requested.asked else None)
 
-    # ---------------------------------------------------------------- items
-
-    def remember(self, item_id: str, role: str) -> None:
-        """A new item in the conversation."""
-        self.known[item_id] = role
-        while len(self.known) > MAX_KNOWN_ITEMS:
-            self.known.popitem(last=False)
-        self.last_item = item_id
-
-    async def add_user(self, item: UserItem, text: str | None = None) -> None:
-        """Announce a user item (``conversation.item.added``)."""
-        previous = self.last_item
-        self.remember(item.id, "user")
-        await self._send(
-            event("conversation.item.added", previous_item_id=previous, item=item.render(text))
-        )
-
-    async def commit(self, item: UserItem) -> None:
-        """The input audio up to now is one user turn: committed, added, awaiting words."""
-        await self._send(
-            event("input_audio_buffer.committed", previous_item_id=self.last_item, item_id=item.id)
-        )
-        await self.add_user(item)
-        self.awaiting.append(item)
-        if not self.auto_reply:  # a response.create answers it, once its words are known
-            self.pending.append(item)
-
-    async def transcribed(self, item: UserItem, text: str, audio_ms: int) -> None:
-        """An item's final words: the last delta, ``completed`` and ``item.done``."""
-        if text.startswith(item.sent) and len(text) > len(item.sent):
-            await self._delta(item, text[len(item.sent) :])
-        await self._send(
-            event(
-                "conversation.item.input_audio_transcription.completed",
-                item_id=item.id,
-                content_index=0,
-                transcript=text,
-                usage={"type": "duration", "seconds": round(audio_ms / 1000, 3)},
-            )
-        )
-        await self._send(event("conversation.item.done", item=item.render(text)))
-        item.resolve(text)
-
-    async def _delta(self, item: UserItem, delta: str) -> None:
-        item.sent += delta
-        await self._send(
-            event(
-                "conversation.item.input_audio_transcription.delta",
-                item_id=item.id,
-                content_index=0,
-                delta=delta,
-            )
-        )
-
     # ---------------------------------------------------------------- conversation events
 
     async def on_event(self, item: ConversationEvent) -> None:
@@ -152,60 +82,6 @@ class Book:
         handler = _HANDLERS.get(type(item))
         if handler is not None:
             await handler(self, item)
-
-    async def _voice_started(self, started: ev.VoiceStarted) -> None:
-        if not self.vad:
-            return
-        self.speaking = self.speaking or UserItem(new_id("item"))
-        await self._send(
-            event(
-                "input_audio_buffer.speech_started",
-                audio_start_ms=self.audio_base_ms + started.at_ms,
-                item_id=self.speaking.id,
-            )
-        )
-
-    async def _partial(self, partial: ev.PartialTranscript) -> None:
-        item = self.speaking
-        if not self.vad or item is None:
-            return
-        # Deltas only grow: a partial that rewrote earlier words waits for the final.
-        if partial.text.startswith(item.sent) and len(partial.text) > len(item.sent):
-            await self._delta(item, partial.text[len(item.sent) :])
-
-    async def _voice_stopped(self, stopped: ev.VoiceStopped) -> None:
-        if not self.vad:
-            return
-        item, self.speaking = self.speaking or UserItem(new_id("item")), None
-        await self._send(
-            event(
-                "input_audio_buffer.speech_stopped",
-                audio_end_ms=self.audio_base_ms + stopped.at_ms,
-                item_id=item.id,
-            )
-        )
-        await self.commit(item)
-
-    async def _final(self, final: ev.FinalTranscript) -> None:
-        item = await self._heard_item()
-        await self.transcribed(item, final.text, final.audio_ms)
-        if self.respond is not None and final.text.strip():
-            await self.respond()
-
-    async def _ignored(self, ignored: ev.UtteranceIgnored) -> None:
-        """The household gate set the turn aside: it leaves the conversation."""
-        item = await self._heard_item()
-        item.resolve("")
-        self.known.pop(item.id, None)
-        await self._send(event("conversation.item.deleted", item_id=item.id))
-
-    async def _heard_item(self) -> UserItem:
-        """The spoken item a final belongs to (committed now if it was not yet)."""
-        if self.awaiting:
-            return self.awaiting.popleft()
-        item, self.speaking = self.speaking or UserItem(new_id("item")), None
-        await self.commit(item)
-        return self.awaiting.popleft()
 
     async def _error(self, failed: ev.RunError) -> None:
         details = {"type": "server_error", "code": failed.code, "message": failed.message}
@@ -237,6 +113,12 @@ class Book:
         self.response = response
         self.playback.begin()
         await self.created(response)
+
+    async def _open_message(self, response: Response) -> None:
+        """The reply's assistant message begins (at its first words or audio: a reply
+        that only calls functions has none)."""
+        if response.begun:
+            return
         response.begun = True
         previous = self.last_item
         self.remember(response.item_id, "assistant")
@@ -253,6 +135,7 @@ class Book:
         response = self.response
         if response is None:
             return
+        await self._open_message(response)
         response.text.append(chunk.text)
         kind = (
             "response.output_audio_transcript.delta"
@@ -262,12 +145,19 @@ class Book:
         await self._send(event(kind, **content_place(response), delta=chunk.text))
 
     async def _reply_done(self, done: ev.ReplyDone) -> None:
-        if self.response is not None:
-            self.response.done_text = done.text
+        response = self.response
+        if response is None:
+            return
+        response.done_text = done.text
+        if not done.tool_calls:
+            await self._open_message(response)  # a reply of no words still has its item
+        elif self.called is not None:
+            await self.called(response, done.text, list(done.tool_calls))
 
     async def _audio_start(self, start: ev.SpeechAudioStart) -> None:
         if self.response is not None:
             self.response.rate = start.rate
+            await self._open_message(self.response)
 
     async def _audio(self, audio: ev.SpeechAudio) -> None:
         response = self.response
@@ -290,7 +180,7 @@ class Book:
         if response is None:
             return
         if response.deadline is not None:
-            response.deadline.cancel()
+            response.deadline.lift()
         if self.response is response:
             self.response = None
         self.draining = response
@@ -302,7 +192,6 @@ class Book:
         self.playback.after(finish)  # once its audio has gone out
 
     async def _interrupted(self, _: ev.ReplyInterrupted) -> None:
-        self.playback.clear()  # again: audio read after the barge-in must not play
         response = self.replying or self.draining
         if response is not None:
             status = "failed" if response.error is not None else "cancelled"
@@ -324,7 +213,7 @@ class Book:
             return
         response.finished = True
         if response.deadline is not None:
-            response.deadline.cancel()
+            response.deadline.lift()
         if self.response is response:
             self.response = None
         if self.requested is response:

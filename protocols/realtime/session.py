@@ -9,7 +9,7 @@ response that offers function tools goes the tool path
 (:mod:`~protocols.realtime.tools`); with tools and ``create_response``, the session
 asks for each heard turn's response itself. The conversation's events become server
 events through the :class:`~protocols.realtime.responses.Book`, and reply audio goes
-out paced by the :class:`~protocols.realtime.playback.PacedPlayback`.
+out paced by the core's :class:`~daemon.speech.player.ReplyPlayer`.
 
 Bounds: a client message is at most :data:`MAX_MESSAGE_BYTES`; the events waiting
 their turn at most :data:`MAX_QUEUED_BYTES`; a response must end within
@@ -19,38 +19,28 @@ in OpenAI's shape, and the session goes on.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from daemon.engines.llm.base import ToolSet
-from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
 from daemon.runtime.facade import Hearth
 from daemon.runtime.profiles import Sensitivity
-from daemon.speech.chat import ChatOptions
 from daemon.speech.conversation import Mode
-from daemon.speech.stream import EventStream
-from daemon.speech.tasks import OwnedTasks
 from protocols.realtime import config as cfg
 from protocols.realtime import items, tools
 from protocols.realtime.audio import WireFormat, received
 from protocols.realtime.lane import Lane, Step
-from protocols.realtime.objects import Response
-from protocols.realtime.playback import PacedPlayback
-from protocols.realtime.responses import Book
-from protocols.realtime.wire import Event, Refused, beta_event, error, event, hearth_error, new_id
+from protocols.realtime.state import SessionState
+from protocols.realtime.wire import Refused, beta_event, error, event, hearth_error
 
 _LOGGER = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """The largest client event (about 65 s of 24 kHz PCM in base64)."""
 MAX_QUEUED_BYTES = 8 * 1024 * 1024
 """Client events waiting their turn (about 130 s of 24 kHz audio); then reading waits."""
-MAX_OUTBOX = 256
-"""Server events not yet written to a slow client; then the session waits for it."""
 MIN_COMMIT_MS = 100
 """The least audio a commit may hold (OpenAI's own minimum)."""
 
@@ -67,7 +57,7 @@ class Socket(Protocol):
         ...
 
 
-class RealtimeSession:
+class RealtimeSession(SessionState):
     """One client's Realtime session (see the module docstring)."""
 
     def __init__(
@@ -80,45 +70,17 @@ class RealtimeSession:
         voice_aliases: frozenset[str] = frozenset(),
         asr_aliases: frozenset[str] = frozenset(),
     ) -> None:
-        self.id = new_id("sess")
+        super().__init__(
+            hearth, model=model, beta=beta, voice_aliases=voice_aliases, asr_aliases=asr_aliases
+        )
         self._socket = socket
-        self.hearth = hearth
-        self._facade = hearth()
-        self.beta = beta
-        self.voice_aliases = voice_aliases
-        self.asr_aliases = asr_aliases
-        self.config = self._initial(model)
-        self.system_items: list[str] = []
-        """System messages the client added: they follow the instructions."""
-        self._out: EventStream[Event] = EventStream(MAX_OUTBOX)
-        self.playback = PacedPlayback(self.send)
-        self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
-        self.book = Book(self.id, self.send, self.playback, self._default_response)
+        self.book.called = functools.partial(tools.called, self)
         self._lane = Lane(MAX_QUEUED_BYTES)
-        self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
         self._input_ms = 0.0
         """Input audio received so far (ms): the session's audio clock."""
         self._buffered_ms = 0.0
         """Push-to-talk: audio since the last commit (ms)."""
         self._heard_by: object = None
-        self._answers: dict[str, asyncio.Task[None]] = {}
-        self._tools: ToolSet | None = None
-        self.tool_turns = tools.ToolTurns()
-        """A question whose answer waits on function calls."""
-        self._closed = False
-
-    def _initial(self, model: str) -> cfg.SessionConfig:
-        """The session before any ``session.update``: what this Hearth can do."""
-        facade = self._facade
-        config = cfg.SessionConfig(model=model or "hearth")
-        if not facade.speaks:
-            config = cfg.SessionConfig(model=config.model, output_modalities=("text",))
-        if not facade.replies:
-            turn = cfg.TurnDetection(create_response=False)
-            config = cfg.SessionConfig(
-                model=config.model, output_modalities=config.output_modalities, turn_detection=turn
-            )
-        return config
 
     # ---------------------------------------------------------------- life
 
@@ -127,7 +89,7 @@ class RealtimeSession:
         self._tasks.spawn(self._write(), "write")
         self._tasks.spawn(self._translate(), "events")
         self._tasks.spawn(self._hear(), "hear")
-        self.playback.start()
+        self.playback.start(self.send)
         await self.send(event("session.created", session=self._rendered()))
         try:
             while not self._closed and (raw := await self._socket.receive()) is not None:
@@ -142,7 +104,7 @@ class RealtimeSession:
         self._closed = True
         for response in (self.book.response, self.book.requested, self.book.draining):
             if response is not None and response.deadline is not None:
-                response.deadline.cancel()
+                response.deadline.lift()
         await self.conversation.close()
         await self.playback.close()
         self._out.close()
@@ -153,14 +115,6 @@ class RealtimeSession:
         """Whether engines are in use now: an utterance heard, a response being
         written or played. An idle session moves to new engines with its next audio."""
         return self.conversation.busy or bool(self._answers) or self.playback.playing
-
-    async def send(self, message: Event) -> None:
-        """Queue one server event for the client."""
-        await self._out.put(message)
-
-    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        """Run ``coro`` beside the session (cancelled when it closes)."""
-        return self._tasks.spawn(coro, name)
 
     async def _write(self) -> None:
         async for message in self._out:
@@ -309,42 +263,6 @@ class RealtimeSession:
             await self.cancel(response, "client_cancelled")
             await self.send(event("output_audio_buffer.cleared", response_id=response.id))
 
-    # ---------------------------------------------------------------- responses
-
-    async def cancel(self, response: Response, reason: str) -> None:
-        """Stop a response: its reply is interrupted, or its question never asked."""
-        self.book.cancel_reason = reason
-        if response is self.book.requested and not response.asked:  # still gathering words
-            answer = self._answers.pop(response.id, None)
-            if answer is not None:
-                answer.cancel()
-            await self.book.finish(response, "cancelled")
-        else:
-            await self.conversation.interrupt()  # the book closes it on ReplyInterrupted
-
-    def _deadline(self, response: Response) -> None:
-        """The response fails unless it ends within ``limits.request_timeout_s``."""
-        timeout_s = self.hearth().limits.request_timeout_s
-        loop = asyncio.get_running_loop()
-        response.deadline = loop.call_later(timeout_s, self._expire, response, timeout_s)
-
-    def _expire(self, response: Response, timeout_s: float) -> None:
-        """A response ran past ``limits.request_timeout_s``: it fails."""
-        if response.finished or self._closed:
-            return
-        message = f"the response took longer than {timeout_s:g} s"
-        response.error = {"type": "server_error", "code": "timeout", "message": message}
-        self._tasks.spawn(self.cancel(response, self.book.cancel_reason), "expire")
-
-    def _default_response(self) -> Response:
-        config = self.config
-        voice = config.voice or self.defaults().voice
-        response = Response(
-            new_id("resp"), config.speaks, config.output_format, voice, config.max_output_tokens
-        )
-        self._deadline(response)
-        return response
-
     # ---------------------------------------------------------------- hearing
 
     async def _hear(self) -> None:
@@ -401,50 +319,6 @@ class RealtimeSession:
         self.book.audio_base_ms = round(self._input_ms)
         self._heard_by = self.conversation.speech
         self._buffered_ms = 0.0
-
-    # ---------------------------------------------------------------- settings
-
-    def asr_model(self, config: cfg.SessionConfig) -> str | None:
-        """The ASR model the session names (OpenAI's names: the default)."""
-        name = config.transcription.model
-        if not name or self.hearth().has_asr_model(name):
-            return name or None
-        return None if name in self.asr_aliases else name
-
-    def tts_options(self, voice: str | None, config: cfg.SessionConfig) -> SynthesisOptions:
-        """The reply voice, synthesized at the output format's rate (the TTS worker
-        resamples, not the event loop)."""
-        return self.hearth().resolve_voice(
-            voice, self.voice_aliases, speed=config.speed, sample_rate=config.output_format.rate
-        )
-
-    def chat_options(self, instructions: str | None = None, **limits: Any) -> ChatOptions:
-        """The session's instructions and limits, with a response's own over them."""
-        base = self.config.chat_options(self.system_items, self.defaults().instructions)
-        return ChatOptions(
-            base.instructions if instructions is None else instructions,
-            limits.get("temperature", base.temperature),
-            limits.get("max_tokens", base.max_tokens),
-        )
-
-    @property
-    def tools(self) -> ToolSet | None:
-        """The tools the session offers its responses (None: none to call)."""
-        return self._tools
-
-    @property
-    def replies_with_tools(self) -> bool:
-        """Whether each turn's reply is a response the session makes itself, on the
-        tool path (tools offered and ``create_response``), not the conversation's own."""
-        turn = self.config.turn_detection
-        return self._tools is not None and turn is not None and turn.create_response
-
-    def defaults(self) -> cfg.Defaults:
-        """Hearth's values for what the client leaves unset."""
-        return cfg.Defaults.of(self.hearth().config)
-
-    def _rendered(self) -> dict[str, Any]:
-        return cfg.render(self.config, self.defaults(), self.id, self.beta)
 
 
 def _parse(raw: str | bytes) -> dict[str, Any]:

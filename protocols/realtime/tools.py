@@ -1,68 +1,29 @@
 """Function tools in a Realtime session: the same path as chat completions' tools.
 
 A response that offers tools (the session's ``tools``, or its ``response.create``'s)
-is written by :meth:`~daemon.runtime.reply_door.ReplyDoor.complete_with_tools` over
-the conversation's history and the unanswered user items. A call becomes a
+is one reply of the conversation with the tools in its chat options
+(:attr:`~daemon.engines.llm.values.ChatOptions.tools`): the core generates once, speaks the
+words as any reply's, and hands the calls over with the reply's end. A call becomes a
 ``function_call`` output item (its arguments as one
-``response.function_call_arguments.delta`` and ``.done``) with no audio; the
-client answers it with a ``function_call_output`` item and asks for the next
-response, which the conversation writes and speaks as any other reply, with the
-call and its output after the question (:attr:`~daemon.speech.chat.ChatOptions.turns`).
-A tool response the model answers in words is asked again of the conversation
-without the tools, so that it is spoken as every reply is.
+``response.function_call_arguments.delta`` and ``.done``); the client answers it with
+a ``function_call_output`` item and asks for the next response, which the
+conversation writes and speaks as any other reply, with the call and its output after
+the question (:attr:`~daemon.engines.llm.values.ChatOptions.turns`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
-from daemon.engines.llm.base import ChatMessage, Reply, ToolCall, ToolSet, tool_set
+from daemon.engines.llm.base import ChatMessage, ToolCall, ToolSet, tool_set
 from daemon.errors import InvalidRequest
-from protocols.realtime.objects import Response
+from protocols.realtime.objects import Request, Response
+from protocols.realtime.state import SessionState
 from protocols.realtime.wire import Refused, event, new_id
-
-if TYPE_CHECKING:
-    from protocols.realtime.items import Request
-    from protocols.realtime.session import RealtimeSession
 
 CHOICES = ("auto", "none", "required")
 """The ``tool_choice`` words; any other value names a function."""
-
-
-@dataclass
-class ToolTurns:
-    """A question whose answer waits on function calls, and the turns since it."""
-
-    question: str = ""
-    turns: list[ChatMessage] = field(default_factory=list)
-    open_calls: set[str] = field(default_factory=set)
-    """Call ids the model made that no output has answered yet."""
-
-    def called(self, question: str, text: str, calls: list[ToolCall]) -> None:
-        """The model called ``calls`` in answer to ``question``."""
-        self.question = question
-        self.turns = [ChatMessage("assistant", text, tuple(calls))]
-        self.open_calls = {call.id for call in calls}
-
-    def answered(self, call_id: str, output: str) -> None:
-        """The client's result of one call."""
-        if call_id not in self.open_calls:
-            raise Refused(
-                "no function call awaits an output with that call_id", param="item.call_id"
-            )
-        self.open_calls.discard(call_id)
-        self.turns.append(ChatMessage("tool", output, tool_call_id=call_id))
-
-    @property
-    def waiting(self) -> bool:
-        """Whether results were given that the next response answers."""
-        return any(turn.role == "tool" for turn in self.turns)
-
-    def clear(self) -> None:
-        """The exchange is over (answered, or a new question replaced it)."""
-        self.question, self.turns, self.open_calls = "", [], set()
 
 
 def offered(tools: object, choice: object, param: str) -> ToolSet | None:
@@ -78,37 +39,29 @@ def offered(tools: object, choice: object, param: str) -> ToolSet | None:
     return found if found.usable() else None
 
 
-async def respond(session: RealtimeSession, request: Request, text: str, tools: ToolSet) -> None:
-    """Answer ``text`` with ``tools`` offered: calls become items, words are spoken."""
-    facade = session.hearth()
-    chat = request.chat
-    messages = await facade.chat_messages(session.id, text, chat.instructions)
-    reply = Reply()
-    pieces = facade.complete_with_tools(
-        messages, tools, temperature=chat.temperature, max_tokens=chat.max_tokens
-    )
-    try:
-        async for piece in pieces:
-            reply.add(piece)
-    finally:
-        if isinstance(pieces, AsyncGenerator):
-            await pieces.aclose()  # a cancelled response stops the generation now
+async def respond(session: SessionState, request: Request, text: str, tools: ToolSet) -> None:
+    """Answer ``text`` with ``tools`` offered: the conversation writes the reply once; its
+    words are spoken as any reply's, and its calls become items (:func:`called`)."""
+    waiting = session.tool_turns
+    waiting.clear()
+    waiting.question = text
     response = request.response
-    calls = [replace(call, id=call.id or new_id("call")) for call in reply.tool_calls]
-    if response.finished:
-        return
-    if not calls:
-        session.tool_turns.clear()
-        response.asked = True
-        await session.conversation.ask(text, response.speak, request.tts, chat)
-        return
-    session.tool_turns.called(text, reply.text.strip(), calls)
+    response.asked = True
+    chat = replace(request.chat, tools=tools)
+    await session.conversation.ask(text, response.speak, request.tts, chat)
+
+
+async def called(
+    session: SessionState, response: Response, text: str, calls: list[ToolCall]
+) -> None:
+    """The reply called ``calls``: each becomes a ``function_call`` item, and the
+    question waits for their outputs."""
+    session.tool_turns.called(session.tool_turns.question, text, calls)
     for call in calls:
         await send_call(session, response, call)
-    await session.book.finish(response, "completed")
 
 
-async def answer_results(session: RealtimeSession, request: Request, said: str = "") -> None:
+async def answer_results(session: SessionState, request: Request, said: str = "") -> None:
     """The response after the client's function outputs: spoken by the conversation
     (``said``: user words added since, which it answers too)."""
     waiting = session.tool_turns
@@ -121,10 +74,10 @@ async def answer_results(session: RealtimeSession, request: Request, said: str =
     await session.conversation.ask(question, response.speak, request.tts, chat)
 
 
-async def send_call(session: RealtimeSession, response: Response, call: ToolCall) -> None:
+async def send_call(session: SessionState, response: Response, call: ToolCall) -> None:
     """One call as a ``function_call`` output item and its argument events."""
     book = session.book
-    index = len(response.calls)
+    index = len(response.calls) + (1 if response.begun else 0)  # after its message
     item_id = new_id("item")
     item = call_item(item_id, call, "in_progress", "")
     response.calls.append(call_item(item_id, call, "completed", call.arguments))
@@ -163,7 +116,7 @@ def call_item(item_id: str, call: ToolCall, status: str, arguments: str) -> dict
     }
 
 
-async def add_output(session: RealtimeSession, item: dict[str, Any]) -> None:
+async def add_output(session: SessionState, item: dict[str, Any]) -> None:
     """``conversation.item.create`` of a ``function_call_output``: a call's result."""
     call_id, output = item.get("call_id"), item.get("output")
     if not isinstance(call_id, str) or not isinstance(output, str):

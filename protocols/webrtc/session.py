@@ -25,10 +25,10 @@ from aiortc.mediastreams import MediaStreamTrack
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
+from daemon.ops.tasks import OwnedTasks
 from daemon.runtime.facade import Hearth
 from daemon.speech import events as ev
 from daemon.speech.conversation import ConversationEvent, Mode
-from daemon.speech.tasks import OwnedTasks
 from daemon.speech.wake_gate import WakeDetected, WakeWaiting
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
@@ -157,7 +157,6 @@ class RtcSession:
             obj = {"event": "detected" if detected else "waiting", "name": event.name}
             send(message("wake", obj | {"phrase": event.phrase}))
         elif isinstance(event, ev.ReplyInterrupted):
-            self.reply_track.clear()
             send(message("reply", {"done": True, "interrupted": True}))
         elif isinstance(event, ev.ReplyChunk):
             send(message("reply", {"delta": event.text}))
@@ -165,6 +164,7 @@ class RtcSession:
             send(message("reply", {"text": event.text, "done": True}))
         elif isinstance(event, ev.SpeechAudioStart):
             self._rate = event.rate
+            self.reply_track.begin()
         elif isinstance(event, ev.SpeechAudio):
             self.reply_track.play(event.pcm, self._rate)
         elif isinstance(event, ev.SpeechAudioStop):

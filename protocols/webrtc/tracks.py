@@ -1,8 +1,8 @@
 """Media helpers: decoded browser audio in, the spoken reply out.
 
 The reply track sends nothing while there is nothing to say (so an idle session
-costs no RTP), and paces reply audio in real time, 20 ms per frame. New speech
-from the person clears what is queued (barge-in).
+costs no RTP); it cuts reply audio into 20 ms frames, which the core's player
+(:mod:`daemon.speech.player`) hands back at their time and drops on a barge-in.
 
 It hands the sender Opus packets it encoded itself, not raw frames: the RTP
 timestamp must jump over each pause by the time that passed, or the browser's
@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import fractions
 import threading
-import time
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,14 +25,19 @@ import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from daemon.audio.pcm import AudioFormat, resample_pcm
+from daemon.speech.player import ReplyPlayer
 from protocols.patches.aiortc import ignore_bye
 
 RATE = 48000
 TIME_BASE = fractions.Fraction(1, RATE)
 FRAME_SAMPLES = 960
 """20 ms at 48 kHz: one Opus frame."""
+FRAME_S = FRAME_SAMPLES / RATE
 MAX_QUEUED_S = 120.0
 """Reply audio held at most (seconds): a longer reply is cut."""
+LATE_S = 0.1
+"""A frame this late still keeps the schedule (the next ones catch up); later, a new
+schedule starts and the timestamp jumps over the gap."""
 
 
 def keep_through_bye(pc: Any, track: MediaStreamTrack, session_id: str) -> None:
@@ -69,7 +72,8 @@ def frame_pcm(frame: av.AudioFrame) -> tuple[AudioFormat, bytes]:
 
 
 class ReplyTrack(MediaStreamTrack):
-    """Server → browser audio: queued reply speech, paced in real time.
+    """Server → browser audio: reply speech cut into 20 ms frames for the core's player,
+    which paces them in real time and cuts them on barge-in.
 
     ``opus``: hand the sender Opus packets (the negotiated codec must be Opus);
     otherwise raw frames for the sender to encode.
@@ -82,16 +86,23 @@ class ReplyTrack(MediaStreamTrack):
         self._encoder: av.AudioCodecContext | None = None
         self._encoding = threading.Lock()
         self._opus = opus
-        self._frames: deque[bytes] = deque()
+        self.player: ReplyPlayer[bytes] = ReplyPlayer(
+            lead_s=0.0, max_queued_s=MAX_QUEUED_S, late_s=LATE_S
+        )
+        """The core's player: each 20 ms frame goes out at its time."""
         self._rest = b""
-        self._ready = asyncio.Event()
-        self._next_at = 0.0
+        self._end: float | None = None
+        """When the last frame sent ends (the player's clock)."""
         self._pts = 0
 
     @property
     def playing(self) -> bool:
-        """Audio is queued or going out."""
-        return bool(self._frames or self._rest)
+        """Audio is queued (the frame going out plays at once)."""
+        return self.player.queued or bool(self._rest)
+
+    def begin(self) -> None:
+        """A new reply (or announcement) starts: its audio plays."""
+        self.player.begin()
 
     def play(self, pcm: bytes, rate: int) -> None:
         """Queue 16-bit mono PCM at ``rate`` for playback.
@@ -103,25 +114,21 @@ class ReplyTrack(MediaStreamTrack):
         step = FRAME_SAMPLES * 2
         whole = len(data) // step * step
         for offset in range(0, whole, step):
-            if len(self._frames) * FRAME_SAMPLES >= MAX_QUEUED_S * RATE:
+            if not self.player.play(data[offset : offset + step], FRAME_S):
                 break
-            self._frames.append(data[offset : offset + step])
         self._rest = data[whole:]
-        if self._frames:
-            self._ready.set()
 
     def flush(self) -> None:
         """The reply is complete: pad and queue the last partial frame."""
         if self._rest:
-            self._frames.append(self._rest.ljust(FRAME_SAMPLES * 2, b"\x00"))
+            self.player.play(self._rest.ljust(FRAME_SAMPLES * 2, b"\x00"), FRAME_S)
             self._rest = b""
-            self._ready.set()
 
     def clear(self) -> None:
-        """Stop playback at once (barge-in)."""
-        self._frames.clear()
+        """Stop playback at once (barge-in): the cut reply's audio is dropped until the
+        next :meth:`begin`."""
+        self.player.clear()
         self._rest = b""
-        self._ready.clear()
 
     async def recv(self) -> av.AudioFrame | av.Packet:
         """The next 20 ms of audio; waits (sending nothing) while there is nothing to say."""
@@ -150,23 +157,17 @@ class ReplyTrack(MediaStreamTrack):
             return list(self._encoder.encode(frame))
 
     async def _next_frame(self) -> av.AudioFrame:
-        while not self._frames:
-            self._ready.clear()
-            await self._ready.wait()
-        now = time.monotonic()
-        if self._next_at < now - 0.1:  # first frame after a pause: restart the clock
-            self._pts += int(max(0.0, now - self._next_at) * RATE) if self._next_at else 0
-            self._next_at = now
-        else:
-            await asyncio.sleep(max(0.0, self._next_at - now))
-        pcm = self._frames.popleft() if self._frames else b"\x00" * FRAME_SAMPLES * 2
+        played = await self.player.next()
+        if self._end is not None and played.at > self._end:
+            # After a pause the timestamp jumps by the time that passed.
+            self._pts += int((played.at - self._end) * RATE)
+        self._end = played.at + played.seconds
         frame = av.AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
-        frame.planes[0].update(pcm)
+        frame.planes[0].update(played.frame)
         frame.sample_rate = RATE
         frame.pts = self._pts
         frame.time_base = TIME_BASE
         self._pts += FRAME_SAMPLES
-        self._next_at += FRAME_SAMPLES / RATE
         return frame
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from wyoming.error import Error
 from wyoming.event import Event
 
-from daemon.errors import HearthError, RequestTimeout
+from daemon.errors import HearthError
 from protocols.wyoming.framing import FrameError
 
 
@@ -27,8 +27,3 @@ class Reported(Exception):
         self.code = code
         self.counted = counted
         """The request's outcome was already told to the observer."""
-
-
-def timed_out(seconds: float) -> RequestTimeout:
-    """The error of a request that ran past ``limits.request_timeout_s``."""
-    return RequestTimeout(f"the request took longer than {seconds:g} s (limits.request_timeout_s)")

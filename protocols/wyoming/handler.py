@@ -30,53 +30,38 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from wyoming.asr import Transcribe, Transcript, TranscriptStart
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
-from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop
 from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.tts import (
     Synthesize,
-    SynthesizeChunk,
-    SynthesizeStart,
     SynthesizeStop,
-    SynthesizeStopped,
 )
 
 from daemon.audio.pcm import AudioFormat
 from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.engines.tts.text import SentenceSplitter
-from daemon.errors import (
-    HearthError,
-    InvalidAudio,
-    InvalidRequest,
-    InvalidText,
-    TextTooLong,
-)
+from daemon.errors import HearthError, InvalidAudio
 from daemon.runtime.facade import Hearth
+from protocols.wyoming.agent import handle_text
 from protocols.wyoming.asr import AsrRequest
-from protocols.wyoming.errors import Reported, error_event, timed_out
+from protocols.wyoming.errors import Reported, error_event
 from protocols.wyoming.framing import FrameError, read_event
 from protocols.wyoming.info import build_info
+from protocols.wyoming.tts import WyomingTts
 from protocols.wyoming.wake import WyomingWake
 
 _LOGGER = logging.getLogger(__name__)
 
-SAMPLES_PER_CHUNK = 1024
-"""Audio samples per outgoing ``audio-chunk`` (what Wyoming servers commonly send)."""
 LINGER_S = 2.0
 """After an error, how long what the client still sends is read and dropped (s)."""
 LINGER_BYTES = 64 * 1024 * 1024
 """After an error, at most this much of what the client still sends is read and dropped:
 half an hour of 16 kHz audio, so a client that sends a whole recording at once and reads
 only when its socket fills still finds the error, not a reset, when it reads."""
-MAX_QUEUED_SENTENCES = 128
-"""Streamed sentences waiting for synthesis at once (synthesize-chunk)."""
 WRITE_TIMEOUT_S = 30.0
 """Longest wait for the client to take one event (s). A client that stops reading fills
 the socket buffers; without this its TTS request would hold a synthesis worker until
@@ -111,17 +96,17 @@ class WyomingConnection:
         self.id = uuid.uuid4().hex[:8]
         self._asr: AsrRequest | None = None
         self._transcribe = Transcribe()
-        self._tts: _TtsStream | None = None
         self._handling = False
         self.closing = False
         """Ending: it serves no more requests (after an error it only drops what the
         client still sends, for up to LINGER_S)."""
         self._wake = WyomingWake(hearth, self.write, self.id)
+        self._tts = WyomingTts(self, hearth)
 
     @property
     def busy(self) -> bool:
         """A request is in progress (shutdown lets it finish)."""
-        return self._handling or self._asr is not None or self._tts is not None
+        return self._handling or self._asr is not None or self._tts.streaming
 
     @property
     def hearth(self) -> Hearth:
@@ -199,7 +184,7 @@ class WyomingConnection:
             # A request whose session ended the turn was counted at its transcript.
             return (self._asr is not None and self._asr.reported is None) or self._wake.active
         if Synthesize.is_type(kind):
-            return self._tts is None
+            return not self._tts.streaming
         return any(t.is_type(kind) for t in (Describe, SynthesizeStop, Transcript))
 
     def observe(self, code: str | None) -> None:
@@ -217,7 +202,7 @@ class WyomingConnection:
         self.closing = True
         try:
             await self._drop_asr()
-            await self._drop_tts()
+            await self._tts.close()
             await self._wake.close()
             if linger:
                 await self._linger()
@@ -261,15 +246,8 @@ class WyomingConnection:
             await self._audio_chunk(event)
         elif AudioStop.is_type(kind):
             await self._audio_stop()
-        elif Synthesize.is_type(kind):
-            if self._tts is None:  # inside a stream it is the copy for old servers
-                await self._synthesize(Synthesize.from_event(event))
-        elif SynthesizeStart.is_type(kind):
-            await self._synthesize_start(SynthesizeStart.from_event(event))
-        elif SynthesizeChunk.is_type(kind):
-            await self._synthesize_chunk(SynthesizeChunk.from_event(event))
-        elif SynthesizeStop.is_type(kind):
-            await self._synthesize_stop()
+        elif self._tts.claims(event):
+            await self._tts.handle(event)  # synthesize, or a stream's start, chunk, stop
         elif Transcript.is_type(kind):
             await self._handle_text(event)
         elif kind == SELECT_PROGRAM:
@@ -289,19 +267,12 @@ class WyomingConnection:
             await self._asr.close()
             self._asr = None
 
-    async def _drop_tts(self) -> None:
-        """Cancel the synthesis stream in progress, if any."""
-        if self._tts is not None:
-            await self._tts.cancel()
-            self._tts = None
-
     async def _audio_start(self, start: AudioStart) -> None:
         await self._drop_asr()
         request = self._transcribe
         self._transcribe = Transcribe()
-        self._asr = AsrRequest(
-            self, self.hearth, request, AudioFormat(start.rate, start.width, start.channels)
-        )
+        fmt = AudioFormat(start.rate, start.width, start.channels)
+        self._asr = await AsrRequest.open(self, self.hearth, request, fmt)
         await self.write(TranscriptStart(language=self._asr.language).event())
         self._asr.begin()
 
@@ -323,181 +294,8 @@ class WyomingConnection:
         finally:
             await request.close()
 
-    # ------------------------------------------------------------------ TTS
-
-    def _synthesis_options(self, hearth: Hearth, voice: Any) -> SynthesisOptions:
-        return hearth.voice_for(
-            getattr(voice, "name", None) or None,
-            language=getattr(voice, "language", None) or None,
-            speaker=getattr(voice, "speaker", None) or None,
-        )
-
-    async def _synthesize(self, request: Synthesize) -> None:
-        hearth = self.hearth  # one request, one set of engines, even across a reload
-        options = self._synthesis_options(hearth, request.voice)
-        timeout_s = hearth.limits.request_timeout_s
-        try:
-            async with asyncio.timeout(timeout_s):
-                await _speak(self, hearth.speak(request.text, options))
-        except TimeoutError:
-            raise timed_out(timeout_s) from None
-
-    async def _synthesize_start(self, start: SynthesizeStart) -> None:
-        await self._drop_tts()
-        hearth = self.hearth
-        options = self._synthesis_options(hearth, start.voice)
-        self._tts = _TtsStream(self, hearth, options, hearth.limits.request_timeout_s)
-
-    async def _synthesize_chunk(self, chunk: SynthesizeChunk) -> None:
-        if self._tts is None:
-            raise InvalidRequest("synthesize-chunk before synthesize-start")
-        try:
-            self._tts.add(chunk.text)
-        except HearthError:
-            await self._drop_tts()
-            raise
-
-    async def _synthesize_stop(self) -> None:
-        stream, self._tts = self._tts, None
-        if stream is None:
-            raise InvalidRequest("synthesize-stop before synthesize-start")
-        try:
-            await stream.finish()
-        finally:
-            await self.write(SynthesizeStopped().event())
-
     # ------------------------------------------------------------------ conversation
 
     async def _handle_text(self, event: Event) -> None:
-        hearth = self.hearth  # read once: the request keeps it across a reload
-        if not hearth.chats:
-            raise InvalidRequest("the conversation agent (LLM) is not enabled")
-        text = event.data.get("text")
-        if not isinstance(text, str):
-            raise InvalidText("transcript needs a 'text' string")
-        raw_context = event.data.get("context")
-        context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
-        conversation_id = str(context.get("conversation_id") or "")[:128]
-        stream = hearth.chat(conversation_id, text)
-        # The first piece validates the prompt: a bad one is an error before any output.
-        first = await anext(stream, "")
-        await self.write(HandledStart(context=context or None).event())
-        parts: list[str] = []
-        try:
-            if first:
-                parts.append(first)
-                await self.write(HandledChunk(text=first).event())
-            async for piece in stream:
-                parts.append(piece)
-                await self.write(HandledChunk(text=piece).event())
-        except HearthError as exc:
-            # Output has begun: the error, the stream's end, then the connection closes.
-            _LOGGER.info("[%s] %s: %s", self.id, exc.code, exc.message)
-            await self.write(error_event(exc))
-            await self.write(HandledStop().event())
-            raise Reported(exc.code) from exc
-        await self.write(Handled(text="".join(parts).strip(), context=context or None).event())
-        await self.write(HandledStop().event())
-
-
-async def _speak(conn: WyomingConnection, blocks: Any) -> None:
-    """One audio-start / audio-chunk... / audio-stop group for some sentences."""
-    started = False
-    rate = 0
-    async for block in blocks:
-        if not started:
-            rate = block.rate
-            await conn.write(AudioStart(rate=rate, width=2, channels=1).event())
-            started = True
-        step = SAMPLES_PER_CHUNK * 2
-        for offset in range(0, len(block.pcm), step):
-            await conn.write(
-                AudioChunk(
-                    rate=rate, width=2, channels=1, audio=block.pcm[offset : offset + step]
-                ).event()
-            )
-    if started:
-        await conn.write(AudioStop().event())
-
-
-class _TtsStream:
-    """Streaming synthesis: text arrives in pieces, audio leaves per sentence."""
-
-    def __init__(
-        self,
-        conn: WyomingConnection,
-        hearth: Hearth,
-        options: SynthesisOptions,
-        timeout_s: float,
-    ) -> None:
-        self.conn = conn
-        self.hearth = hearth
-        self.options = options
-        self.timeout_s = timeout_s
-        self.splitter = SentenceSplitter()
-        self.chars = 0
-        self.max_chars = hearth.limits.max_text_chars
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue(MAX_QUEUED_SENTENCES + 1)
-        self.task = asyncio.create_task(self._run(), name=f"wyoming-tts-{conn.id}")
-        self.error: HearthError | None = None
-
-    def add(self, text: str) -> None:
-        if self.error is not None:
-            raise self.error
-        self.chars += len(text)
-        if self.chars > self.max_chars:
-            raise TextTooLong(
-                f"streamed text is over {self.max_chars} characters (limits.max_text_chars)"
-            )
-        for sentence in self.splitter.feed(text):
-            self._queue(sentence)
-
-    def _queue(self, sentence: str) -> None:
-        # One slot stays free for the end marker.
-        if self.queue.qsize() >= MAX_QUEUED_SENTENCES:
-            raise TextTooLong(
-                f"more than {MAX_QUEUED_SENTENCES} streamed sentences wait for synthesis"
-            )
-        self.queue.put_nowait(sentence)
-
-    async def finish(self) -> None:
-        for sentence in self.splitter.flush():
-            self._queue(sentence)
-        self.queue.put_nowait(None)
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                await self.task
-        except TimeoutError:
-            await self.cancel()
-            raise timed_out(self.timeout_s) from None
-        if self.error is not None:
-            raise self.error
-
-    async def cancel(self) -> None:
-        self.task.cancel()
-        try:
-            await self.task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # the caller itself is being cancelled, not just the stream
-        except (ConnectionError, HearthError):
-            pass  # the stream is being dropped; nothing is waiting for its outcome
-        except Exception:  # noqa: BLE001 - a dropped stream must not take the connection
-            _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
-
-    async def _run(self) -> None:
-        while (sentence := await self.queue.get()) is not None:
-            if self.error is not None:
-                continue
-            try:
-                await _speak(self.conn, self.hearth.speak(sentence, self.options))
-            except InvalidText:
-                continue  # a "sentence" with nothing speakable (e.g. only punctuation)
-            except HearthError as exc:
-                self.error = exc
-            except (asyncio.CancelledError, ConnectionError):
-                raise
-            except Exception:  # noqa: BLE001 - the client hears an error, not silence
-                _LOGGER.exception("[%s] streamed synthesis failed", self.conn.id)
-                self.error = HearthError("internal error; see the daemon's log")
+        # The facade is read once: the request keeps it across a reload.
+        await handle_text(self.hearth, self.write, self.id, event)

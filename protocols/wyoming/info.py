@@ -32,7 +32,7 @@ from wyoming.info import (
 
 from daemon import __version__
 from daemon.runtime.facade import Hearth
-from daemon.runtime.profiles import Profile
+from protocols.wyoming.asr import ends_turns
 
 HEARTH = Attribution(name="Hearth", url="")
 WHISPER = Attribution(
@@ -88,7 +88,7 @@ async def build_info(hearth: Hearth) -> Info:
                 models=asr_models,
                 supports_transcript_streaming=True,
                 # False: Hearth ends each request's turn itself (wyoming.end_of_turn).
-                requires_external_vad=not hearth.ends_turns(Profile.WYOMING_REQUEST),
+                requires_external_vad=not ends_turns(hearth),
                 prefers_auto_gain_enabled=PREFERS_PROCESSED_AUDIO,
                 prefers_noise_reduction_enabled=PREFERS_PROCESSED_AUDIO,
             )

@@ -20,7 +20,7 @@ from daemon.errors import (
     UnknownModel,
     UnknownVoice,
 )
-from daemon.runtime.engines import load_engines
+from daemon.runtime.loading import load_engines
 from daemon.speech.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
 from daemon.speech.session import SessionOptions
 from tests.conftest import DETERMINISTIC

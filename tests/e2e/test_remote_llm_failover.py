@@ -12,7 +12,7 @@ import pytest
 
 from daemon.config import parse_config
 from daemon.engines.hardware import HardwareReport
-from daemon.runtime.engines import load_engines
+from daemon.runtime.loading import load_engines
 from tests.helpers import free_port
 from tests.remote_servers import LlamaServer
 

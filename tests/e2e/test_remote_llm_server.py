@@ -11,7 +11,7 @@ import pytest
 from daemon.config import parse_config
 from daemon.engines.hardware import HardwareReport
 from daemon.engines.models import EMBEDDED_LLM, embedded_gguf
-from daemon.runtime.engines import load_engines
+from daemon.runtime.loading import load_engines
 from tests.helpers import free_port
 
 pytestmark = pytest.mark.e2e

@@ -75,8 +75,48 @@ def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
     assert "protocols.webrtc.manager -> protocols.http.errors: upward" in found
     assert "protocols.wyoming.handler -> protocols.webrtc.routes: " in found
     assert "siblings" in found
-    assert "protocols.wyoming.handler -> daemon.runtime.engines: protocols reach" in found
-    assert "protocols.wyoming.handler -> daemon.engines.asr.whisper: protocols reach" in found
+    assert "protocols.wyoming.handler -> daemon.runtime.engines: not a module adapters" in found
+    assert "protocols.wyoming.handler -> daemon.engines.asr.whisper: not a module" in found
     # Downward, and through the door: nothing to say about the HTTP app.
     assert not any(p.startswith("protocols.http.app ") for p in problems)
     assert len(problems) == 5, problems
+
+
+def test_circles_are_found_and_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    files = {
+        "daemon/__init__.py": "",
+        "daemon/service.py": "",
+        "daemon/speech/__init__.py": "",
+        "daemon/speech/a.py": "from daemon.speech import b\n",
+        "daemon/speech/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from daemon.speech.c import C\n",
+        "daemon/speech/c.py": "def f():\n    from daemon.speech import a\n",
+        "daemon/speech/d.py": "from daemon.speech import a\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    _, problems = import_graph.check()
+    assert problems == ["circle: daemon.speech.a <-> daemon.speech.b <-> daemon.speech.c"]
+
+
+def test_adapters_import_only_the_modules_listed_by_name():
+    """What ``protocols/__init__.py`` promises, enforced: the facade, what it opens, the
+    vocabulary, the foundation, host plumbing and conversion at the edge."""
+    import ast
+    from pathlib import Path
+
+    doc = ast.get_docstring(ast.parse(Path("protocols/__init__.py").read_text())) or ""
+    assert "ADAPTERS_MAY_IMPORT" in doc
+    for forbidden in (
+        "daemon.speech.session",
+        "daemon.speakers.service",
+        "daemon.runtime.engines",
+        "daemon.speech.pipeline",
+        "daemon.ops.deadline",
+        "daemon.speech.transcribe",
+    ):
+        assert forbidden not in import_graph.ADAPTERS_MAY_IMPORT
+        why = import_graph.door_problem("protocols.http.app", forbidden)
+        assert why is not None and "ADAPTERS_MAY_IMPORT" in why

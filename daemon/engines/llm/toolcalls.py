@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from daemon.engines.llm.base import (
+from daemon.engines.llm.values import (
     ChatMessage,
-    LlmEngine,
     ReplyPiece,
     Sampling,
     ToolCall,
@@ -254,11 +253,15 @@ async def parse_calls(
 
 
 def hermes_reply(
-    llm: LlmEngine, messages: list[ChatMessage], sampling: Sampling, tools: ToolSet
+    stream_chat: Callable[[list[ChatMessage], Sampling], AsyncIterator[str]],
+    messages: list[ChatMessage],
+    sampling: Sampling,
+    tools: ToolSet,
 ) -> AsyncIterator[ReplyPiece]:
-    """A reply with tools described in the system turn and calls read from the text."""
+    """A reply with tools described in the system turn and calls read from the text
+    that ``stream_chat`` (an engine's) writes."""
     names = [t.name for t in tools.usable()]
-    text = llm.stream_chat(hermes_messages(messages, tools), sampling)
+    text = stream_chat(hermes_messages(messages, tools), sampling)
     return parse_calls(text, ToolCallParser(names))
 
 

@@ -23,10 +23,11 @@ from daemon.engines.tts.service import TtsService
 from daemon.errors import StorageUnwritable
 from daemon.ops import tls
 from daemon.ops.storage import unwritable
+from daemon.speech.recording import save_recording
 from daemon.voices.enroll import Enrollment
 from daemon.voices.training import Training
 from protocols.http.app import create_app
-from protocols.http.willow import save_upload
+from protocols.http.willow import saved_audio
 from tests.fakes import FakeEngines, FakeService, fake_config, fake_engines, utterance
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -155,6 +156,6 @@ def test_training_tls_and_saved_audio_name_the_path(fakes: FakeEngines, read_onl
     with pytest.raises(StorageUnwritable, match=str(read_only)):
         tls.certificate_files(config, ["127.0.0.1"])
     with pytest.raises(StorageUnwritable, match=str(read_only)):
-        save_upload(config, AudioFormat(16000, 2, 1), [b"\x00\x00" * 160])
+        save_recording(saved_audio(config), "upload", AudioFormat(16000, 2, 1), [b"\x00" * 320])
     with pytest.raises(StorageUnwritable, match=str(read_only)):
         Enrollment(config, "alice").remove("0001")

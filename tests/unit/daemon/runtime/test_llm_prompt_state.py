@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from daemon.config import parse_config
-from daemon.runtime.engines import model_keys
+from daemon.runtime.loading import model_keys
 
 
 def test_states_live_in_the_cache_folder_beside_the_tts_cache(tmp_path, monkeypatch):

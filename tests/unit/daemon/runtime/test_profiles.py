@@ -1,4 +1,5 @@
-"""Speech profiles: the turn settings, who ends a Wyoming turn, and ``vad_sensitivity``."""
+"""Speech profiles: the turn settings, who ends a turn, a request's bounds, and
+``vad_sensitivity``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from daemon.engines.asr.base import TranscribeOptions
 from daemon.runtime.profiles import (
     AGGRESSIVE_PAUSES,
     RELAXED_PAUSES,
+    REQUEST_SPEAKER_WAIT_S,
+    SPEAKER_WAIT_S,
     Profile,
     Sensitivity,
     base_settings,
-    ends_wyoming_turns,
     session_profile,
     session_profiles,
     with_sensitivity,
@@ -34,10 +36,10 @@ def test_every_profile_joins_the_words_to_the_turn_model_as_configured():
         assert chosen.settings.turn == TurnPolicy(text=False, text_threshold=0.65)
 
 
-def test_a_wyoming_request_ends_its_own_turn_within_the_configured_limits():
+def test_a_server_ended_request_ends_its_own_turn_within_the_configured_limits():
     chosen = session_profile(
         config("vad:\n  max_utterance_ms: 12000\n  no_speech_ms: 5000\n"),
-        Profile.WYOMING_REQUEST,
+        Profile.SERVER_ENDED,
     )
     assert chosen.ends_turn
     endpoint = chosen.settings.endpoint
@@ -45,27 +47,45 @@ def test_a_wyoming_request_ends_its_own_turn_within_the_configured_limits():
     assert endpoint.turn and endpoint.max_pause_s == 1.6
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["wyoming:\n  end_of_turn: client\n", "vad:\n  turn: off\n"],
-    ids=["client-ends-it", "no-turn-model"],
-)
-def test_without_server_end_of_turn_the_client_ends_the_request(text):
-    settings = config(text)
-    assert not ends_wyoming_turns(settings)
-    chosen = session_profile(settings, Profile.WYOMING_REQUEST)
+def test_a_client_ended_request_keeps_the_daemon_wide_endpointing():
+    settings = config()
+    chosen = session_profile(settings, Profile.CLIENT_ENDED)
     assert not chosen.ends_turn
     assert chosen.settings == base_settings(settings)
     assert chosen.settings.endpoint.max_utterance_s is None
     assert chosen.settings.endpoint.no_speech_s is None
 
 
-def test_only_the_wyoming_request_ends_turns_and_has_the_limits():
+def test_only_the_server_ended_request_ends_turns_and_has_the_limits():
     for profile, chosen in session_profiles(config()).items():
-        owns = profile is Profile.WYOMING_REQUEST
+        owns = profile is Profile.SERVER_ENDED
         assert chosen.ends_turn is owns, profile
         assert (chosen.settings.endpoint.no_speech_s is not None) is owns, profile
         assert (chosen.settings.endpoint.max_utterance_s is not None) is owns, profile
+
+
+def test_the_profiles_are_named_by_what_they_do_never_by_a_protocol():
+    for profile in Profile:
+        assert not any(word in profile.name for word in ("WYOMING", "WILLOW", "REALTIME", "RTC"))
+
+
+def test_a_request_carries_its_cap_deadline_and_speaker_wait():
+    settings = config(
+        "limits:\n  max_audio_s: 30\n  max_file_audio_s: 600\n  request_timeout_s: 45\n"
+    )
+    by = session_profiles(settings)
+    for live in (Profile.CLIENT_ENDED, Profile.SERVER_ENDED):
+        # A live stream is paced by its speaker: the deadline starts at its end.
+        assert not by[live].deadline_counts_audio
+        assert by[live].speaker_wait_s == REQUEST_SPEAKER_WAIT_S
+        assert (by[live].max_audio_s, by[live].deadline_s) == (30.0, 45.0)
+    for upload in (Profile.DEVICE_UPLOAD, Profile.DEVICE_TURN, Profile.PUSH_TO_TALK):
+        assert by[upload].deadline_counts_audio
+        assert by[upload].speaker_wait_s == SPEAKER_WAIT_S
+    assert by[Profile.DEVICE_UPLOAD].settings.endpoint.turn is False
+    assert by[Profile.DEVICE_TURN].settings.endpoint.turn is True
+    file = by[Profile.FILE]
+    assert (file.max_audio_s, file.deadline_s, file.speaker_wait_s) == (600.0, 45.0, None)
 
 
 def test_the_default_sensitivity_changes_nothing():
@@ -100,7 +120,7 @@ def test_aggressive_ends_sooner_but_never_below_the_models_own_boundary():
 
 
 def test_sensitivities_order_the_end_of_turn():
-    settings = session_profile(config(), Profile.WYOMING_REQUEST).settings
+    settings = session_profile(config(), Profile.SERVER_ENDED).settings
     by = {s: with_sensitivity(settings, s, 0.85) for s in Sensitivity}
 
     def threshold(s: Sensitivity) -> float:

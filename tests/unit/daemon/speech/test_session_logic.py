@@ -10,6 +10,7 @@ from daemon.audio.pcm import RATE, AudioFormat
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.workers import WorkerPool
 from daemon.errors import AudioTooLong, InvalidAudio
+from daemon.ops.stream import EventStream
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.events import (
     FinalTranscript,
@@ -20,7 +21,6 @@ from daemon.speech.events import (
     VoiceStopped,
 )
 from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
-from daemon.speech.stream import EventStream
 from tests.helpers import EnergyVad, FakeAsr, chunks, eventually, noise, silence, tone
 
 FMT = AudioFormat(RATE, 2, 1)

@@ -57,7 +57,8 @@ def test_a_streamed_chat_completion_ends_at_the_deadline():
     events = [line[5:].strip() for line in resp.text.splitlines() if line.startswith("data:")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
-    assert {"error": {"message": "the request took longer than 1 s", "code": "timeout"}} in chunks
+    message = "the request took longer than 1 s (limits.request_timeout_s)"
+    assert {"error": {"message": message, "code": "timeout"}} in chunks
     assert chunks[-1]["choices"][0]["finish_reason"] == "error"
     assert "there" not in resp.text
 

@@ -101,9 +101,11 @@ def test_take_ids_must_match_whole(fakes: FakeEngines, take: str) -> None:
 
 def test_saved_willow_audio_is_private(fakes: FakeEngines, tmp_path: Path) -> None:
     from daemon.audio.pcm import AudioFormat
-    from protocols.http.willow import save_upload
+    from daemon.speech.recording import save_recording
+    from protocols.http.willow import saved_audio
 
-    path = save_upload(fakes.engines.config, AudioFormat(16000, 2, 1), [b"\x00\x00" * 1600])
+    folder = saved_audio(fakes.engines.config)
+    path = save_recording(folder, "upload", AudioFormat(16000, 2, 1), [b"\x00\x00" * 1600])
     assert path.stat().st_mode & 0o777 == 0o600
     with wave.open(str(path)) as back:
         assert back.getnframes() == 1600

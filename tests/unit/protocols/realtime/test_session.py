@@ -17,7 +17,6 @@ import pytest
 
 from daemon.engines.llm.base import ChatMessage, Sampling
 from protocols.realtime.audio import PCMU
-from protocols.realtime.playback import PacedPlayback
 from tests.fakes import KITCHEN, FakeLlm, silence, tone, utterance
 from tests.unit.protocols.realtime.conftest import (
     RATE,
@@ -483,13 +482,11 @@ async def test_closing_ends_everything(client: Client):
     assert client.session.conversation.speech is None
 
 
-def test_the_playback_is_the_conversations_player():
+def test_the_playback_is_the_cores_player():
+    from daemon.speech.player import ReplyPlayer
     from daemon.speech.reply import Playback
 
     def accepts(playback: Playback) -> bool:
         return playback.playing is False
 
-    async def nothing(_: dict) -> None:
-        return None
-
-    assert accepts(PacedPlayback(nothing))
+    assert accepts(ReplyPlayer())

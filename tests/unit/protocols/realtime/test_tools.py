@@ -128,8 +128,9 @@ async def test_a_named_choice_on_the_response_calls_that_function(tmp_path: Path
         await close(client, task)
 
 
-async def test_an_answer_in_words_is_spoken_as_any_reply(tmp_path: Path):
-    client, task = await open_client(tmp_path, llm=FakeLlm(ANSWER))
+async def test_an_answer_in_words_is_spoken_as_any_reply_from_one_generation(tmp_path: Path):
+    llm = FakeLlm(ANSWER)
+    client, task = await open_client(tmp_path, llm=llm)
     try:
         await with_tools(client, audio={"input": {"turn_detection": None}})
         say(client, "Hello")
@@ -139,6 +140,9 @@ async def test_an_answer_in_words_is_spoken_as_any_reply(tmp_path: Path):
         assert "response.function_call_arguments.delta" not in kinds(got)
         assert "response.output_audio.delta" in kinds(got)
         assert got[-1]["response"]["output"][0]["type"] == "message"
+        # The words and the (absent) calls came from one generation, not two.
+        assert len(llm.prompts) == 1
+        assert "turn_on_light" in str(llm.prompts[0])  # the tools were offered to it
     finally:
         await close(client, task)
 
@@ -166,3 +170,22 @@ async def test_bad_tools_and_stray_calls_are_refused(client: Client):
     client.send("conversation.item.create", item=call)
     refused = (await client.until("error"))[-1]
     assert refused["error"]["param"] == "item.type"
+
+
+async def test_words_and_a_call_come_from_the_same_generation(tmp_path: Path):
+    llm = FakeLlm(ANSWER, script=[["Sure, one moment. ", CALL]])
+    client, task = await open_client(tmp_path, llm=llm)
+    try:
+        await with_tools(client, audio={"input": {"turn_detection": None}})
+        say(client, "Turn on the kitchen light")
+        await client.until("conversation.item.done")
+        client.send("response.create")
+        got = await client.until("response.done")
+        assert "response.output_audio.delta" in kinds(got)
+        assert "response.function_call_arguments.done" in kinds(got)
+        output = got[-1]["response"]["output"]
+        assert [item["type"] for item in output] == ["message", "function_call"]
+        assert output[0]["content"][0]["transcript"] == "Sure, one moment."
+        assert len(llm.prompts) == 1
+    finally:
+        await close(client, task)

@@ -31,9 +31,9 @@ from daemon.audio.pcm import RATE
 from daemon.config import parse_config
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.errors import RemoteUnavailable
-from daemon.runtime.profiles import Profile, Sensitivity
+from daemon.runtime.profiles import Sensitivity
 from daemon.speech.intake import AudioIntake
-from protocols.wyoming.asr import sensitivity_of
+from protocols.wyoming.asr import ends_turns, sensitivity_of
 from protocols.wyoming.server import WyomingServer
 from tests.fakes import KITCHEN, TEST_CONFIG, FakeEngines, fake_engines, silence, tone
 from tests.helpers import eventually, noise
@@ -192,7 +192,7 @@ async def test_info_says_who_ends_the_turn(tmp_path, vad, wyoming, external):
         # Whisper, the VAD and the turn model want the microphone's own audio.
         assert asr.prefers_auto_gain_enabled is False
         assert asr.prefers_noise_reduction_enabled is False
-        assert served.fakes.hearth.ends_turns(Profile.WYOMING_REQUEST) is not external
+        assert ends_turns(served.fakes.hearth) is not external
 
 
 # --------------------------------------------------------------------------- server mode

@@ -128,7 +128,8 @@ def test_engines_load_the_turn_model_or_run_without(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from daemon.config import parse_config
-    from daemon.runtime.engines import Engines, _load_turn, model_keys
+    from daemon.runtime.engines import Engines
+    from daemon.runtime.loading import _load_turn, model_keys
 
     config = parse_config(f"state_dir: {tmp_path}\n", "test-config.yaml")
     loaded = _load_turn(config)

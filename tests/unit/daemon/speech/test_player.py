@@ -1,11 +1,12 @@
-"""Paced reply audio: sent ahead of the client's playback by the lead, and counted."""
+"""The one reply player: audio sent ahead of the client's playback by the lead, counted,
+cut on barge-in; and a real-time transport's schedule."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from protocols.realtime.playback import PacedPlayback
+from daemon.speech.player import ReplyPlayer
 
 
 class Clock:
@@ -27,8 +28,8 @@ async def test_audio_goes_out_no_further_ahead_than_the_lead():
     async def send(message: dict[str, Any]) -> None:
         sent.append(message["n"])
 
-    playback = PacedPlayback(send, lead_s=0.5, clock=clock)
-    playback.start()
+    playback: ReplyPlayer[dict[str, Any]] = ReplyPlayer(lead_s=0.5, clock=clock)
+    playback.start(send)
     playback.begin()
     for n in range(10):  # 1 s of audio in 100 ms pieces
         playback.play({"n": n}, 0.1)
@@ -50,8 +51,8 @@ async def test_clear_drops_the_rest_and_remembers_what_played():
     async def done() -> None:
         after.append("done")
 
-    playback = PacedPlayback(send, lead_s=0.2, clock=clock)
-    playback.start()
+    playback: ReplyPlayer[dict[str, Any]] = ReplyPlayer(lead_s=0.2, clock=clock)
+    playback.start(send)
     playback.begin()
     for n in range(10):
         playback.play({"n": n}, 0.1)
@@ -82,8 +83,8 @@ async def test_events_after_the_audio_wait_for_it():
     async def done() -> None:
         order.append("done")
 
-    playback = PacedPlayback(send, lead_s=10.0, clock=clock)
-    playback.start()
+    playback: ReplyPlayer[dict[str, Any]] = ReplyPlayer(lead_s=10.0, clock=clock)
+    playback.start(send)
     playback.begin()
     playback.play({"n": 0}, 0.1)
     playback.play({"n": 1}, 0.1)
@@ -92,3 +93,20 @@ async def test_events_after_the_audio_wait_for_it():
     assert order == [0, 1, "done"]
     await playback.close()
     await playback.close()
+
+
+async def test_a_real_time_transport_keeps_its_schedule_and_jumps_over_pauses():
+    clock = Clock()
+    player: ReplyPlayer[int] = ReplyPlayer(lead_s=0.0, late_s=0.1, clock=clock)
+    player.begin()
+    for n in range(3):
+        player.play(n, 0.02)
+    first = await player.next()
+    assert (first.frame, first.at) == (0, 100.0)
+    clock.now += 0.03  # the loop ran 10 ms late: the schedule holds, the next catches up
+    second = await player.next()
+    assert second.at == 100.02
+    clock.now += 1.0  # a pause: a new schedule, one second later
+    third = await player.next()
+    assert third.at == clock.now
+    await player.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -49,6 +49,15 @@ class EventStream(Generic[T]):
         item = self._items.popleft()
         self._wake()
         return item
+
+    def drop(self, unwanted: Callable[[T], bool]) -> int:
+        """Remove the queued items that are ``unwanted`` (not yet read); how many."""
+        kept = [item for item in self._items if not unwanted(item)]
+        dropped = len(self._items) - len(kept)
+        if dropped:
+            self._items = deque(kept)
+            self._wake()
+        return dropped
 
     def close(self) -> None:
         """End the stream: writers stop waiting and the reader sees the end after the

@@ -1,0 +1,367 @@
+"""One door for speech in, one for speech out: before and after, side by side.
+
+Every client's speech now enters the core's conversation, every reply leaves through
+one sentence speaker and one player, and a Realtime turn with tools offered is one
+generation. This bench checks that the move costs no time, and that the tools turn is
+faster. Two source trees, this one and a git revision exported into a temporary folder
+(``git archive``, no worktree), each run a real ``hearth serve`` on the embedded models
+with the same configuration; the two daemons take turns, request by request, so load
+on the machine falls on both alike. Measured, as medians (and p90):
+
+- hands-free speech to speech over WebRTC (aiortc client): end of speech -> first
+  reply audio frame at the client;
+- a Wyoming transcription, sent at real time and all at once: ``audio-stop`` ->
+  ``transcript``;
+- a Willow upload (chunked PCM at real time): the body's last byte -> the answer;
+- a Realtime turn with tools offered that the model answers in words (a typed user
+  item, then ``response.create``): the request -> ``response.done``, and -> its first
+  audio.
+
+It also counts, in each tree, the lines of the adapters (``protocols/``, per changed
+file and in all) and the core modules the adapters import (``tests/import_graph.py``
+of that tree). ``--static`` prints only those counts (no daemon runs).
+
+Run: .venv/bin/python bench/one_door.py [--before main] [--runs 3] [--static] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import importlib.util
+import io
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.conversation_move import one_turn, serving, synthesize  # noqa: E402
+from bench.results import machine, percentile, write_section  # noqa: E402
+from daemon.audio.pcm import RATE  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+from tests.webrtc_client import RtcClient  # noqa: E402
+
+COMMANDS = (
+    "Turn on the kitchen lights.",
+    "What time is it?",
+    "Set a timer for ten minutes.",
+)
+QUESTIONS = ("Tell me a short fact about the moon.", "How are you today?")
+"""Typed Realtime questions no offered tool answers: the model answers in words."""
+LIGHT = {
+    "type": "function",
+    "name": "turn_on_light",
+    "description": "Turn on the light in a room.",
+    "parameters": {
+        "type": "object",
+        "properties": {"room": {"type": "string"}},
+        "required": ["room"],
+    },
+}
+CHUNK_S = 0.02
+"""Audio per Wyoming chunk and per Willow body chunk (Home Assistant sends 10-20 ms)."""
+WAIT_S = 120.0
+
+
+# ---------------------------------------------------------------- the trees
+
+
+@contextlib.contextmanager
+def exported(revision: str) -> Iterator[Path]:
+    """``revision``'s files in a temporary folder (``git archive``; removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="hearth-before-") as folder:
+        data = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", revision],
+            check=True,
+            capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(folder, filter="data")
+        yield Path(folder)
+
+
+def adapter_lines(tree: Path) -> dict[str, int]:
+    """Lines of each adapter module (``protocols/**.py``) in ``tree``."""
+    return {
+        str(path.relative_to(tree)): len(path.read_text().splitlines())
+        for path in sorted((tree / "protocols").rglob("*.py"))
+    }
+
+
+def core_imports(tree: Path) -> set[str]:
+    """The core modules ``tree``'s adapters import (by its own ``tests/import_graph.py``)."""
+    spec = importlib.util.spec_from_file_location(
+        f"graph_{id(tree)}", tree / "tests/import_graph.py"
+    )
+    assert spec is not None and spec.loader is not None
+    graph: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+    graph.ROOT = tree
+    found: set[str] = set()
+    for path in graph.sources():
+        if graph.module_name(path).startswith("protocols"):
+            found |= {t for t in graph.imports_of(path) if graph.room_of(t) != "protocols"}
+    return found
+
+
+def static_section(before: Path, revision: str) -> str:
+    """The adapters' lines and core imports, before and after."""
+    old, new = adapter_lines(before), adapter_lines(ROOT)
+    changed = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
+    rows = [f"| `{name}` | {old.get(name, '-')} | {new.get(name, '-')} |" for name in changed]
+    was, now = core_imports(before), core_imports(ROOT)
+
+    def modules(names: set[str]) -> int:
+        packages = {"daemon", "daemon.speech"}  # a package imported for a module in it
+        return len(names - packages)
+
+    return "\n".join(
+        [
+            f"Adapters (`protocols/`): **{sum(old.values())}** lines before, "
+            f"**{sum(new.values())}** after ({sum(new.values()) - sum(old.values()):+d}). "
+            f"Core modules the adapters import: **{modules(was)}** before, "
+            f"**{modules(now)}** after (packages not counted); gone: "
+            f"{', '.join(f'`{m}`' for m in sorted(was - now)) or 'none'}; new: "
+            f"{', '.join(f'`{m}`' for m in sorted(now - was)) or 'none'}. `before` is "
+            f"{revision}.",
+            "",
+            "| adapter module | lines before | lines after |",
+            "|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+# ---------------------------------------------------------------- the requests
+
+
+async def wyoming_transcript(daemon: Daemon, pcm: bytes, paced: bool) -> float:
+    """``audio-stop`` -> ``transcript`` (s) for one Wyoming request."""
+    from wyoming.asr import Transcribe
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncTcpClient
+
+    step = int(RATE * CHUNK_S) * 2
+    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
+        await c.write_event(Transcribe(language="en").event())
+        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+        began = time.perf_counter()
+        for index, offset in enumerate(range(0, len(pcm), step)):
+            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
+            await c.write_event(chunk.event())
+            if paced:
+                await asyncio.sleep(max(0.0, began + (index + 1) * CHUNK_S - time.perf_counter()))
+        await c.write_event(AudioStop().event())
+        stopped = time.perf_counter()
+        while True:
+            event = await asyncio.wait_for(c.read_event(), WAIT_S)
+            if event is None or event.type == "error":
+                raise RuntimeError(f"Wyoming: {event.data if event else 'closed'}")
+            if event.type == "transcript":
+                return time.perf_counter() - stopped
+
+
+def willow_upload(daemon: Daemon, pcm: bytes) -> float:
+    """A device's real-time chunked upload: the body's last byte -> the answer (s)."""
+    step = int(RATE * CHUNK_S) * 2
+    last = [0.0]
+
+    def body() -> Iterator[bytes]:
+        began = time.perf_counter()
+        for i in range(0, len(pcm), step):
+            yield pcm[i : i + step]
+            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
+        last[0] = time.perf_counter()
+
+    headers = {
+        "x-audio-sample-rate": str(RATE),
+        "x-audio-bits": "16",
+        "x-audio-channel": "1",
+        "x-audio-codec": "pcm",
+    }
+    resp = httpx.post(f"{daemon.url}/api/willow", content=body(), headers=headers, timeout=WAIT_S)
+    done = time.perf_counter()
+    resp.raise_for_status()
+    return done - last[0]
+
+
+async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, float]:
+    """A typed question with tools offered: ``response.create`` -> ``response.done`` and
+    -> its first audio (s)."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="bench", max_retries=0)
+    async with client.realtime.connect(model="gpt-realtime") as conn:
+        await _until(conn, "session.created")
+        session = {"type": "realtime", "tools": [LIGHT], "tool_choice": "auto"}
+        session["audio"] = {"input": {"turn_detection": None}}
+        await conn.session.update(session=session)
+        await _until(conn, "session.updated")
+        content = [{"type": "input_text", "text": question}]
+        item = {"type": "message", "role": "user", "content": content}
+        await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
+        await _until(conn, "conversation.item.done")
+        began = time.monotonic()
+        await conn.response.create()
+        first = 0.0
+        async with asyncio.timeout(WAIT_S):
+            while (event := await conn.recv()).type != "response.done":
+                if event.type == "error":
+                    raise RuntimeError(f"Realtime: {event.error}")
+                if event.type == "response.output_audio.delta" and not first:
+                    first = time.monotonic() - began
+        return time.monotonic() - began, first
+
+
+async def _until(conn: Any, kind: str) -> Any:
+    async with asyncio.timeout(WAIT_S):
+        while (event := await conn.recv()).type != kind:
+            if event.type == "error":
+                raise RuntimeError(f"Realtime: {event.error}")
+    return event
+
+
+# ---------------------------------------------------------------- the run
+
+
+Times = dict[str, dict[str, list[float]]]
+"""measure -> tree -> seconds."""
+
+
+async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: int) -> Times:
+    times: Times = {}
+
+    def note(what: str, name: str, seconds: float | None) -> None:
+        if seconds is not None:
+            times.setdefault(what, {n: [] for n in daemons})[name].append(seconds)
+
+    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
+        for name, daemon in daemons.items():  # turn by turn: load falls on both
+            try:
+                note(what, name, await job(daemon))
+            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
+                print(f"{what} ({name}) failed: {exc}", file=sys.stderr)
+
+    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
+    try:
+        for client in clients.values():
+            client.send("listen", reply=True)
+            await client.expect("state")
+        for _ in range(runs):
+            for utterance in speech:
+                lead = np.zeros(int(0.3 * RATE), np.int16)
+                tail = np.zeros(int(0.6 * RATE), np.int16)
+                pcm = np.concatenate([lead, utterance, tail]).astype("<i2").tobytes()
+                for name, client in clients.items():
+                    note("hands-free speech to speech", name, await one_turn(client, utterance))
+                await each(
+                    "Wyoming transcription, real time",
+                    lambda d, pcm=pcm: wyoming_transcript(d, pcm, paced=True),
+                )
+                await each(
+                    "Wyoming transcription, all at once",
+                    lambda d, pcm=pcm: wyoming_transcript(d, pcm, paced=False),
+                )
+                await each(
+                    "Willow upload", lambda d, pcm=pcm: asyncio.to_thread(willow_upload, d, pcm)
+                )
+            for question in QUESTIONS:
+                pairs: dict[str, tuple[float, float]] = {}
+
+                async def tools_turn(
+                    d: Daemon, q: str = question, pairs: dict[str, tuple[float, float]] = pairs
+                ) -> float:
+                    whole, first = await realtime_tools_turn(d, q)
+                    pairs[d.url] = (whole, first)
+                    return whole
+
+                await each("Realtime turn with tools offered (to response.done)", tools_turn)
+                for name, daemon in daemons.items():
+                    if daemon.url in pairs and pairs[daemon.url][1]:
+                        note("Realtime turn with tools offered (to first audio)", name,
+                             pairs[daemon.url][1])  # fmt: skip
+    finally:
+        for client in clients.values():
+            await client.close()
+    return times
+
+
+def table(times: Times, revision: str, runs: int) -> str:
+    def ms(values: list[float], q: float | None = None) -> str:
+        if not values:
+            return "-"
+        value = statistics.median(values) if q is None else percentile(values, q)
+        return f"{value * 1000:.0f} ms"
+
+    rows = []
+    for what, by in times.items():
+        old, new = by.get("before", []), by.get("after", [])
+        ratio = f"{statistics.median(new) / statistics.median(old):.2f}" if old and new else "-"
+        rows.append(
+            f"| {what} | {ms(old)} ({ms(old, 0.9)}) | {ms(new)} ({ms(new, 0.9)}) | {ratio} "
+            f"| {len(old)} / {len(new)} |"
+        )
+    return "\n".join(
+        [
+            f"{datetime.date.today()}, {machine()}. `bench/one_door.py`: {len(COMMANDS)} "
+            f"Piper commands and {len(QUESTIONS)} typed questions x {runs} runs, the embedded "
+            "models, the two daemons taking turns request by request. `before` is "
+            f"{revision}. Median (p90).",
+            "",
+            "| measure | before | after | after / before | samples |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+            "Targets: no slower (after / before 1.00 or less, within noise); the Realtime "
+            "turn with tools offered faster (one generation, not two).",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--before", default="main", help="git revision to compare with")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--static", action="store_true", help="only count lines and imports")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    revision = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    with exported(revision) as old:
+        parts = ["## One door: every client through the conversation, before and after", ""]
+        if not args.static:
+            speech = synthesize(COMMANDS)
+            with tempfile.TemporaryDirectory() as work:
+                with (
+                    serving(old, Path(work) / "before", (22200, 22249)) as before,
+                    serving(ROOT, Path(work) / "after", (22250, 22299)) as after,
+                ):
+                    daemons = {"before": before, "after": after}
+                    times = asyncio.run(measure(daemons, speech, args.runs))
+            parts += [table(times, revision, args.runs), ""]
+        parts.append(static_section(old, revision))
+    text = "\n".join(parts)
+    print(text)
+    if not args.no_write and not args.static:
+        write_section("one-door", text)
+
+
+if __name__ == "__main__":
+    main()
