@@ -23,6 +23,7 @@ from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.errors import InvalidRequest
+from daemon.house.store import NameStore
 from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, Sensitivity, session_profiles
@@ -50,13 +51,17 @@ class Hearth(SpeechDoor, ReplyDoor):
     in and wake words: :class:`SpeechDoor`; voices, speech out and chat:
     :class:`ReplyDoor`; views and conversations here)."""
 
-    def __init__(self, engines: Engines, config: Config | None = None) -> None:
+    def __init__(
+        self, engines: Engines, config: Config | None = None, house: NameStore | None = None
+    ) -> None:
         self._engines = engines
         self.config = config or engines.config
         """The configuration in force: a reload that swaps no engines (``willow.*``,
         ``speakers.require``, limits read per request) gives a new facade over the
         same engines."""
         self._profiles = session_profiles(self.config)
+        self._house = house
+        """The household's names, which every speech session's prompt ends with."""
 
     def wraps(self, engines: Engines, config: Config) -> bool:
         """Whether this facade is over ``engines`` under ``config`` (the service makes

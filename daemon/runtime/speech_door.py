@@ -3,14 +3,17 @@ and wake-word streams (see :mod:`daemon.runtime.facade`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 import numpy as np
 
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.engines.wake import WakeLibrary
 from daemon.engines.wake.base import WakeModelInfo
 from daemon.errors import InvalidRequest
+from daemon.house.prompt import PromptBudget
 from daemon.runtime.door import Door
 from daemon.runtime.profiles import Profile, Sensitivity, with_sensitivity
 from daemon.speech.session import SessionOptions, SpeechSession
@@ -62,16 +65,35 @@ class SpeechDoor(Door):
         """
         engines = self._engines
         chosen = self._profiles[profile]
+        # The one place the household's names join a request's prompt (after the client's).
+        transcribe = self.household_prompt(model, transcribe or TranscribeOptions())
         if partials is None:
             partials = chosen.partials and engines.partials
         settings = with_sensitivity(chosen.settings, sensitivity, self.config.vad.turn_threshold)
         options = SessionOptions(
-            transcribe=transcribe or TranscribeOptions(),
+            transcribe=transcribe,
             partials=partials,
             hands_free=chosen.hands_free,
             ends_turn=chosen.ends_turn if ends_turn is None else ends_turn,
         )
         return engines.new_session(model, options, settings)
+
+    def household_prompt(self, model: str | None, options: TranscribeOptions) -> TranscribeOptions:
+        """``options`` with the household's names after the client's own prompt (its
+        ``transcript_names`` and ``transcript_terms``, or an OpenAI ``prompt``), within the
+        model's budget: :data:`MAX_PROMPT_CHARS` characters, and its own token cap
+        (Distil-Whisper). Unchanged when no names are known; never waits for them."""
+        house = self._house
+        if house is None or not house.current.names:
+            return options
+        asr = self._engines.asr_model(model, options.language)
+        budget = PromptBudget(
+            asr.name, MAX_PROMPT_CHARS, asr.max_prompt_tokens, asr.token_counter()
+        )
+        prompt = house.prompt(options.initial_prompt, budget)
+        if prompt == options.initial_prompt:
+            return options
+        return dataclasses.replace(options, initial_prompt=prompt)
 
     async def transcribe_file(
         self,
