@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import traceback
 
 from websockets.exceptions import WebSocketException
 
@@ -90,7 +91,10 @@ class HomeAssistantSource:
                 refused = isinstance(exc, AuthFailed)
                 self._report(exc, failures)
             except Exception as exc:  # noqa: BLE001 - a bug here must not end the daemon
-                _LOGGER.error("Home Assistant names: %s", type(exc).__name__, exc_info=exc)
+                # Where, not what: the message may hold a name.
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+                where = f"{frame.filename}:{frame.lineno}"
+                _LOGGER.error("Home Assistant names: %s at %s", type(exc).__name__, where)
             if self.store.state is SourceState.CONNECTED:
                 failures = 0  # the connection served: its end starts a new streak
             failures += 1

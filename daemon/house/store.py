@@ -57,6 +57,9 @@ class NameStore:
         if budget.key not in self._counters:
             self._counters[budget.key] = budget.count_tokens
         self._rank_later(budget.key, household)
+        known = self._rankings.get(budget.key)
+        if known is not None and known[0] == household.generation:
+            return known[1]  # ranked at once: no tokenizer, or no event loop
         # Meanwhile: the reading's own order, tokens estimated (generously).
         return rank(household.names, None)
 

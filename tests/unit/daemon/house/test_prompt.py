@@ -117,3 +117,9 @@ async def test_status_shows_counts_and_time_never_names():
     assert store.status()["refreshed_at"].endswith("14:20+00:00")
     store.forget()
     assert store.status()["names"] == 0
+
+
+def test_without_an_event_loop_the_ranking_is_used_at_once():
+    store = NameStore()
+    publish(store, "Kitchen", "Glimmerbox")
+    assert store.prompt(None, PromptBudget("m", 400, None, count)) == "Glimmerbox, Kitchen."

@@ -218,3 +218,17 @@ async def test_probe_reads_once_for_hearth_check(fake):
     await fake.stop()
     down = await probe(config(url=fake.url, connect_timeout_s=1.0), environ={})
     assert "error" in down
+
+
+async def test_a_bug_is_logged_without_its_message_and_the_source_goes_on(
+    fake, caplog, monkeypatch
+):
+    def broken(*args: object) -> None:
+        raise KeyError("Niamh's Lamp")
+
+    monkeypatch.setattr("daemon.house.source.household_names", broken)
+    source = await running(fake)
+    await until(lambda: len(source.waits) >= 2)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors and all("KeyError at " in e and "Niamh" not in e for e in errors)
+    await stop(source)
