@@ -7,6 +7,8 @@ there and what it may import. From the bottom up:
   that every room uses. They import nothing of Hearth's.
 * ``ops/``: running on a host (logs, metrics, systemd notify, mDNS, TLS,
   in-flight tracking, atomic files and locks).
+* ``house/``: the household's names, read from Home Assistant and kept in memory,
+  and the decode prompt they make (the client's words first, then the house's).
 * ``audio/``: the one internal PCM format, decoding and encoding.
 * ``engines/``: the models behind narrow interfaces (ASR, VAD, TTS, LLM), the
   worker pools, model lookup and the hardware plan.

@@ -32,6 +32,7 @@ from daemon import __version__
 from daemon.config import Config
 from daemon.engines.hardware import HardwareReport, probe
 from daemon.errors import ModelUnavailable
+from daemon.house.service import House
 from daemon.ops import memory
 from daemon.ops.inflight import InFlight
 from daemon.ops.logs import set_level
@@ -79,6 +80,8 @@ class HearthService:
         self._hearth: Hearth | None = None
         """The facade over ``engines`` (made again when they are swapped)."""
         self.training = Training(config)
+        self.house = House(config.homeassistant)
+        """The household's names (Home Assistant), read in the background when configured."""
         self.state = ServiceState.STARTING
         self.error = ""
         self.started = time.monotonic()
@@ -114,6 +117,7 @@ class HearthService:
             details["cuda_devices"] = [g.__dict__ for g in self.report.gpus]
         if self.engines is not None:
             details["engines"] = self.engines.describe()
+        details["homeassistant"] = self.house.status()
         return self.state is ServiceState.READY, details
 
     def _metrics_snapshot(self) -> ServiceSnapshot:
@@ -161,7 +165,7 @@ class HearthService:
         if engines is None:
             return None
         if self._hearth is None or not self._hearth.wraps(engines, self.config):
-            self._hearth = Hearth(engines, self.config)
+            self._hearth = Hearth(engines, self.config, self.house.store)
         return self._hearth
 
     def current_hearth(self) -> Hearth:
@@ -222,6 +226,7 @@ class HearthService:
         loader: asyncio.Task[None] | None = None
         try:
             await self._start_listeners(early=True)
+            self.house.start()
             loader = asyncio.create_task(self._load_or_fail(), name="load")
             await self._stop_requested.wait()
         finally:
@@ -323,6 +328,8 @@ class HearthService:
             )
         if old.log.level != plan.config.log.level:
             set_level(plan.config.log.level)
+        if old.homeassistant != plan.config.homeassistant:
+            self._spawn(self.house.reconfigure(plan.config.homeassistant), "house-reconfigure")
         if old.mdns != plan.config.mdns:
             self._spawn(self._restart_mdns(), "mdns-restart")
 
@@ -376,6 +383,7 @@ class HearthService:
         for task in list(self._tasks):
             task.cancel()  # a retirement closes what it holds on its way out
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.house.stop()
         engines, self.engines = self.engines, None
         if engines is not None:
             if engines.llm is not None:

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ROOMS = (
     "foundation",
     "ops",
+    "house",
     "audio",
     "engines",
     "speakers",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import sys
@@ -12,6 +13,7 @@ from daemon.config.provenance import HIDDEN
 from daemon.engines.hardware import plan, probe
 from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
+from daemon.house.service import probe as probe_house
 from daemon.ops.storage import unwritable
 from daemon.runtime.loading import engine_requests, load_engines
 from daemon.runtime.remote import probe_remotes
@@ -80,6 +82,10 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
     for group in config.tts.remote:
         models[f"tts:{group.name}"] = remote[f"tts:{group.name}"]
     out["models"] = models
+    # Home Assistant's names: read once now (counts and time only, never a name).
+    out["homeassistant"] = asyncio.run(probe_house(config.homeassistant))
+    if "error" in out["homeassistant"]:
+        problems.append(f"homeassistant: {out['homeassistant']['error']}")
     if config.https.enabled:
         from daemon.ops.tls import certificate_files, fingerprint
 
@@ -156,6 +162,20 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
+def _print_house(house: dict[str, Any]) -> None:
+    """Where the household's names come from, how many there are and when they were read."""
+    if house.get("state") == "off":
+        print("\nhomeassistant  off (homeassistant.url not set, not inside the add-on)")
+    elif "error" in house:
+        print(f"\nhomeassistant  {house['url']}: {house['error']}")
+    else:
+        print(
+            f"\nhomeassistant  {house['names']} names ({house['entity']} entities, "
+            f"{house['alias']} aliases, {house['area']} areas, {house['floor']} floors), "
+            f"read {house['refreshed_at']} from {house['url']}"
+        )
+
+
 def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     """Print the report; exit code 1 when anything is wrong."""
     out, problems = _collect(config, load)
@@ -198,6 +218,7 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     for name, info in out["models"].items():
         detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"
         print(f"  {name:<14} {detail}")
+    _print_house(out["homeassistant"])
     print("\nplan")
     for p in out["plan"]:
         print(

@@ -7,13 +7,14 @@ or the environment variable that set the value. The documented default lives in
 ``config.yaml`` at the project root; every field here has the same default so that
 an empty file is a valid configuration.
 
-The schema in config.yaml's order: ``listeners`` (http ... willow), ``engines`` (asr,
-vad, tts, llm), ``root`` (voices ... log, and ``Config``), with the field checks in
-``rules``. Loading: ``reader`` (YAML text, line numbers), ``convert`` (raw values to
-the typed tree), ``cross`` (checks across keys), ``layers`` (file < add-on options <
-environment), ``environ`` (``HEARTH_*`` variables), ``load`` (``parse_config``,
-``load_config``); ``provenance`` lists where each setting came from, ``exposure``
-what the listeners open to the network.
+The schema in config.yaml's order: ``listeners`` (http ... willow), ``house``
+(homeassistant: where the household's names are read), ``engines`` (asr, vad, tts,
+llm), ``root`` (voices ... log, and ``Config``), with the field checks in ``rules``.
+Loading: ``reader`` (YAML text, line numbers), ``convert`` (raw values to the typed
+tree), ``cross`` (checks across keys), ``layers`` (file < add-on options < environment),
+``environ`` (``HEARTH_*`` variables), ``load`` (``parse_config``, ``load_config``);
+``provenance`` lists where each setting came from, ``exposure`` what the listeners open
+to the network.
 
 This package is the foundation with ``daemon.errors``: it imports nothing else of
 Hearth's, and every room may import it.
@@ -31,6 +32,7 @@ from daemon.config.engines import (
     VadConfig,
 )
 from daemon.config.exposure import exposure_warnings
+from daemon.config.house import HomeAssistantConfig
 from daemon.config.listeners import (
     AuthConfig,
     HttpConfig,
@@ -63,6 +65,7 @@ __all__ = [
     "AuthConfig",
     "Config",
     "ConfigError",
+    "HomeAssistantConfig",
     "HttpConfig",
     "HttpsConfig",
     "LimitsConfig",

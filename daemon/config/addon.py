@@ -6,6 +6,8 @@ layer of the configuration, above the config file and below ``HEARTH_*`` variabl
 (:func:`daemon.config.load.load_config`), and ``hearth check`` names them as their
 origin. A few keys are the add-on's own whatever the options say: custom voices live in
 the ``share`` folder the add-on maps, where the Samba and SSH add-ons reach them.
+Home Assistant's names need no option beyond ``home_assistant_names``: the add-on reaches
+its websocket API through the Supervisor (``homeassistant_api: true``) with its own token.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {
     "llm_api_key": (("llm", "remote", "api_key"), _text),
     "api_key": (("auth", "api_key"), _text),
     "speakers": (("speakers", "enabled"), _flag),
+    "home_assistant_names": (("homeassistant", "names"), _flag),
     "log_level": (("log", "level"), _text),
 }
 """Options that set one key each, with how their value is read."""

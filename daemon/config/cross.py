@@ -58,6 +58,26 @@ def cross_checks(config: Config) -> None:
         )
     _remote_checks(config)
     _tts_remote_checks(config)
+    _home_assistant_checks(config)
+
+
+def _home_assistant_checks(config: Config) -> None:
+    """A Home Assistant named by URL needs a token to read its names with."""
+    ha = config.homeassistant
+    if ha.url and ha.names and not ha.token:
+        raise Invalid(
+            ("homeassistant", "token"),
+            "must be set when homeassistant.url is (a long-lived access token of an "
+            "administrator; HEARTH_HOMEASSISTANT__TOKEN_FILE reads it from a file)",
+            also=(("homeassistant", "url"), ("homeassistant", "names")),
+        )
+    if ha.retry_min_s > ha.retry_max_s:
+        raise Invalid(
+            ("homeassistant", "retry_min_s"),
+            f"must not exceed homeassistant.retry_max_s ({ha.retry_max_s:g}), "
+            f"got {ha.retry_min_s:g}",
+            also=(("homeassistant", "retry_max_s"),),
+        )
 
 
 def _tts_remote_checks(config: Config) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from daemon.config.engines import AsrConfig, LlmConfig, TtsConfig, VadConfig
+from daemon.config.house import HomeAssistantConfig
 from daemon.config.listeners import (
     AuthConfig,
     HttpConfig,
@@ -131,6 +132,7 @@ class Config:
     auth: AuthConfig = field(default_factory=AuthConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     willow: WillowConfig = field(default_factory=WillowConfig)
+    homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
     asr: AsrConfig = field(default_factory=AsrConfig)
     vad: VadConfig = field(default_factory=VadConfig)
     tts: TtsConfig = field(default_factory=TtsConfig)

@@ -89,6 +89,23 @@ def base_url_ok(value: str) -> str | None:
     return None
 
 
+def ha_url_ok(value: str) -> str | None:
+    """Home Assistant's address: http(s)://HOST[:PORT][/PATH] or ws(s):// ("" : none)."""
+    if not value:
+        return None
+    like = "must be a URL like http://homeassistant.local:8123"
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https", "ws", "wss") or not parts.hostname:
+        return f"{like} (scheme http, https, ws or wss)"
+    if "?" in value or "#" in value or "@" in parts.netloc:
+        return f"{like} (no query, fragment or user: the token goes in homeassistant.token)"
+    try:
+        parts.port  # noqa: B018 - a bad port raises
+    except ValueError:
+        return f"{like} (port between 1 and 65535)"
+    return None
+
+
 def host_name_ok(value: str) -> str | None:
     """A host name or address a request may name in Host, or '*'."""
     if value == "*":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from daemon.config import Config, LimitsConfig
+from daemon.house.store import NameStore
 from daemon.ops.deadline import Deadline
 from daemon.runtime.engines import Engines
 from daemon.runtime.profiles import Profile, SessionProfile
@@ -16,6 +17,8 @@ class Door:
     """The configuration in force (limits and per-request keys read live)."""
     _profiles: dict[Profile, SessionProfile]
     """Each session profile's settings under :attr:`config`."""
+    _house: NameStore | None
+    """The household's names (None: none are read, e.g. ``hearth check``)."""
 
     @property
     def limits(self) -> LimitsConfig:

@@ -27,6 +27,7 @@ from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.errors import InvalidRequest
+from daemon.house.store import NameStore
 from daemon.ops.deadline import Deadline
 from daemon.ops.mdns import instance_name
 from daemon.runtime.engines import Engines
@@ -63,13 +64,17 @@ class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
     :class:`ReplyDoor`; the people known by voice: :class:`SpeakersDoor`; views,
     conversations and requests here)."""
 
-    def __init__(self, engines: Engines, config: Config | None = None) -> None:
+    def __init__(
+        self, engines: Engines, config: Config | None = None, house: NameStore | None = None
+    ) -> None:
         self._engines = engines
         self.config = config or engines.config
         """The configuration in force: a reload that swaps no engines (``willow.*``,
         ``speakers.require``, limits read per request) gives a new facade over the
         same engines."""
         self._profiles = session_profiles(self.config)
+        self._house = house
+        """The household's names, which every speech session's prompt ends with."""
 
     def wraps(self, engines: Engines, config: Config) -> bool:
         """Whether this facade is over ``engines`` under ``config`` (the service makes

@@ -5,15 +5,18 @@ streams, and the speech sessions a conversation hears through (see
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, to_internal
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.engines.wake import WakeLibrary
 from daemon.engines.wake.base import WakeModelInfo
 from daemon.errors import AudioTooLong, InvalidRequest
+from daemon.house.prompt import PromptBudget
 from daemon.runtime.door import Door
 from daemon.runtime.profiles import Profile, Sensitivity, with_sensitivity
 from daemon.speech.finals import Identify
@@ -57,11 +60,13 @@ class SpeechDoor(Door):
         """
         engines = self._engines
         chosen = self._profiles[profile]
+        # The one place the household's names join a request's prompt (after the client's).
+        transcribe = self.household_prompt(model, transcribe or TranscribeOptions())
         if partials is None:
             partials = chosen.partials and engines.partials
         settings = with_sensitivity(chosen.settings, sensitivity, self.config.vad.turn_threshold)
         options = SessionOptions(
-            transcribe=transcribe or TranscribeOptions(),
+            transcribe=transcribe,
             partials=partials,
             hands_free=chosen.hands_free,
             ends_turn=chosen.ends_turn,
@@ -72,6 +77,23 @@ class SpeechDoor(Door):
         """The cap and deadline of a request of ``profile``."""
         chosen = self._profiles[profile]
         return RequestLimits(chosen.max_audio_s, chosen.deadline_s, chosen.deadline_counts_audio)
+
+    def household_prompt(self, model: str | None, options: TranscribeOptions) -> TranscribeOptions:
+        """``options`` with the household's names after the client's own prompt (its
+        ``transcript_names`` and ``transcript_terms``, or an OpenAI ``prompt``), within the
+        model's budget: :data:`MAX_PROMPT_CHARS` characters, and its own token cap
+        (Distil-Whisper). Unchanged when no names are known; never waits for them."""
+        house = self._house
+        if house is None or not house.current.names:
+            return options
+        asr = self._engines.asr_model(model, options.language)
+        budget = PromptBudget(
+            asr.name, MAX_PROMPT_CHARS, asr.max_prompt_tokens, asr.token_counter()
+        )
+        prompt = house.prompt(options.initial_prompt, budget)
+        if prompt == options.initial_prompt:
+            return options
+        return dataclasses.replace(options, initial_prompt=prompt)
 
     async def transcribe_upload(
         self,

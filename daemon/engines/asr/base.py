@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -67,6 +67,13 @@ class AsrModel(ABC):
     name: str
     languages: tuple[str, ...]
     device: str
+    max_prompt_tokens: int | None = None
+    """Prompt tokens the model takes without harm (None: the prompt's character cap alone)."""
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """How many tokens a text takes in this model's prompt (None: unknown, e.g. a
+        remote model)."""
+        return None
 
     def check_options(self, options: TranscribeOptions) -> None:
         """Refuse what this model cannot do (UnsupportedLanguage), before any audio.

@@ -6,8 +6,8 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Hashable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from daemon.engines.asr.window import (
     Decode,
     Verdict,
     choose_window,
+    echoes_prompt,
     judge,
     narrowband,
     unloop,
@@ -42,6 +43,9 @@ MULTILINGUAL = (
 WINDOW_S = FULL_S
 """Whisper decodes 30 s windows: longer audio takes the sequential path."""
 MAX_INITIAL_TIMESTAMP_S = 1.0
+DISTIL_MAX_PROMPT_TOKENS = 48
+"""Distil-Whisper's decoder is damaged by prompts of 52 tokens or more: a model whose
+name or folder says "distil" takes at most this many."""
 
 
 @dataclass
@@ -96,6 +100,8 @@ class WhisperAsr(AsrModel):
             num_workers=workers,
         )
         self.multilingual = bool(self._model.model.is_multilingual)
+        if "distil" in f"{name} {path}".lower():
+            self.max_prompt_tokens = DISTIL_MAX_PROMPT_TOKENS
         self.default_language = language or ("" if self.multilingual else "en")
         # Whisper's language tokens come in MULTILINGUAL's order; large-v3 added the
         # 100th (yue), which base and the other earlier models do not have.
@@ -129,12 +135,14 @@ class WhisperAsr(AsrModel):
             return self.batcher.submit(self._batch_key(job), job)
         if job is not None and self._cut(job):
             return self._decode_windows([job])[0]
-        result = None
-        for item in self.transcribe_segments(audio, options):
-            if isinstance(item, Transcript):
-                result = item
-        assert result is not None
-        return result
+        return self._whole(audio, options)
+
+    def token_counter(self) -> Callable[[str], int]:
+        """How many tokens a text takes in this model's prompt (its own tokenizer)."""
+        return self._count_tokens
+
+    def _count_tokens(self, text: str) -> int:
+        return len(self._model.hf_tokenizer.encode(text, add_special_tokens=False).ids)
 
     def _language(self, options: TranscribeOptions) -> str | None:
         """The language to decode in (None: detect)."""
@@ -256,9 +264,13 @@ class WhisperAsr(AsrModel):
                     ended=len(prompt) + len(generated) < max_length,
                     no_speech_prob=float(result.no_speech_prob),
                     avg_logprob=float(avg_logprob),
+                    prompt=job.options.initial_prompt,
                 )
             )
             self._count(window_s, verdict)
+            if verdict is Verdict.PROMPT_ECHO:
+                out.append(self._whole(job.audio, replace(job.options, initial_prompt=None)))
+                continue
             if verdict is not Verdict.OK:
                 if window_s < FULL_S:
                     _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
@@ -276,11 +288,20 @@ class WhisperAsr(AsrModel):
         return out
 
     def _sequential(self, job: _Job) -> Transcript:
+        return self._whole(job.audio, job.options)
+
+    def _whole(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
+        """faster-whisper's own decode in 30 s windows; once more without the prompt when
+        the text copies the prompt's names (:func:`echoes_prompt`)."""
         result = None
-        for item in self.transcribe_segments(job.audio, job.options):
+        for item in self.transcribe_segments(audio, options):
             if isinstance(item, Transcript):
                 result = item
         assert result is not None
+        if echoes_prompt(result.text, options.initial_prompt):
+            self._count(FULL_S, Verdict.PROMPT_ECHO)
+            _LOGGER.debug("The decode copied its prompt; decoding again without it")
+            return self._whole(audio, replace(options, initial_prompt=None))
         return result
 
     def transcribe_segments(

@@ -7,7 +7,10 @@ on a window cut close to the speech it sometimes repeats itself until the length
 limit ("What time is it? What time is it? ..."), hears nothing, or hallucinates. The
 window therefore comes in a few steps with a margin of silence
 (:func:`choose_window`), and every windowed result passes :func:`judge`; one that
-fails is decoded again with the full window. Telephone-band audio (nothing above
+fails is decoded again with the full window. A prompt of names (a client's, the
+household's) can make a decode loop, which the same checks catch, or copy the names
+instead of the speech (:func:`echoes_prompt`): that one is decoded again without the
+prompt, in any window. Telephone-band audio (nothing above
 4 kHz, :func:`narrowband`) keeps the full window: on the held-out set tiny.en heard
 it 1-2 points worse in a cut one.
 
@@ -64,6 +67,8 @@ class Verdict(Enum):
     """The decode stopped at the length limit, not at end-of-text."""
     NO_SPEECH = "no-speech"
     """Whisper heard no speech where the VAD heard some."""
+    PROMPT_ECHO = "prompt-echo"
+    """The text copies the prompt's list of names: decoded again without the prompt."""
     UNSURE = "unsure"
     """Low average log-probability: the full window's temperature fallback decides."""
     NARROWBAND = "narrowband"
@@ -85,6 +90,8 @@ class Decode:
     """The decode ended on end-of-text (not on the length limit)."""
     no_speech_prob: float
     avg_logprob: float
+    prompt: str | None = None
+    """The decode's prompt (the names a client or the household gave)."""
 
 
 def choose_window(audio_s: float, steps: tuple[float, ...] = STEPS_S) -> float:
@@ -181,12 +188,34 @@ def _sentence_at(text: str, found: list[re.Match[str]], start: int, size: int) -
     return (not before or before[-1] in ".!?") and (not after or after[0] in ".!?")
 
 
+def echoes_prompt(text: str, prompt: str | None) -> bool:
+    """Whether ``text`` copies the prompt's list: two of its entries in a row, in its
+    order, with the comma between them ("Kitchen, Hallway").
+
+    Under a prompt of names Whisper sometimes writes the prompt instead of the speech,
+    names nobody said. People do not say two names of a list with a pause between them
+    in the list's own order, so the copy tells itself from a command that names one.
+    """
+    if not prompt or "," not in text:
+        return False
+    entries = [e.strip().casefold() for e in re.split(r"[,.;]", prompt) if e.strip()]
+    said = " ".join(text.casefold().split())
+    for first, second in zip(entries, entries[1:], strict=False):
+        if first in said and second in said:
+            pair = rf"(?<!\w){re.escape(first)}\s*,\s*{re.escape(second)}(?!\w)"
+            if re.search(pair, said):
+                return True
+    return False
+
+
 def judge(decode: Decode) -> Verdict:
     """Whether a windowed decode can be trusted, or why not."""
     if not decode.ended:
         return Verdict.NO_END
     if repeats(decode.text) or compression_ratio(decode.text.strip()) > COMPRESSION_RATIO_MAX:
         return Verdict.REPEATS
+    if echoes_prompt(decode.text, decode.prompt):
+        return Verdict.PROMPT_ECHO
     if decode.tokens > max(TOKENS_FLOOR, TOKENS_PER_S_MAX * decode.audio_s):
         return Verdict.TOO_MANY_TOKENS
     if decode.no_speech_prob > NO_SPEECH_MAX:

@@ -34,3 +34,26 @@ def test_listening_on_the_lan_without_a_key_is_warned(tmp_path, capsys):
     assert any("Wyoming" in w and "firewall" in w for w in out["warnings"])
     _, keyed = report(capsys, f'state_dir: {tmp_path}\nauth:\n  api_key: "k"\n')
     assert not any("HTTP API" in w for w in keyed["warnings"])
+
+
+def test_home_assistant_shows_counts_and_time_only(tmp_path, capsys):
+    from tests.fake_ha import TOKEN, Area, Entity, FakeHomeAssistant
+
+    _, off = report(capsys, f"state_dir: {tmp_path}\n")
+    assert off["homeassistant"] == {"state": "off"}
+    fake = FakeHomeAssistant()
+    fake.add_area(Area("niamh", "Niamh's Room"))
+    fake.add_entity(Entity("light.niamh", "Niamh's Lamp", ["Moon Lamp"], area_id="niamh"))
+    with fake.in_thread():
+        ha = f"homeassistant:\n  url: {fake.url}\n  token: {TOKEN}\n"
+        code, out = report(capsys, f"state_dir: {tmp_path}\n{ha}")
+        house = out["homeassistant"]
+        assert (house["names"], house["entity"], house["alias"], house["area"]) == (3, 1, 1, 1)
+        assert house["refreshed_at"] and "Niamh" not in json.dumps(out)
+        assert not [p for p in out["problems"] if "homeassistant" in p]
+        run_check(parse_config(f"state_dir: {tmp_path}\n{ha}", "t.yaml"), load=False)
+        text = capsys.readouterr().out
+        assert "homeassistant  3 names (1 entities, 1 aliases, 1 areas, 0 floors)" in text
+        bad = ha.replace(TOKEN, "wrong")
+        code, out = report(capsys, f"state_dir: {tmp_path}\n{bad}")
+        assert code == 1 and any("refused the token" in p for p in out["problems"])

@@ -11,6 +11,7 @@ from daemon.engines.asr.window import (
     Verdict,
     choose_window,
     compression_ratio,
+    echoes_prompt,
     judge,
     narrowband,
     repeats,
@@ -137,3 +138,40 @@ def test_a_loop_the_full_window_kept_is_cut_to_its_first_time() -> None:
 )
 def test_what_is_not_a_loop_is_left_alone(text: str) -> None:
     assert unloop(text) == text
+
+
+PROMPT = "Kitchen, porch. Niamh's Lamp, Glimmerbox, Dachboden, Aoife's Room."
+"""A client's names, then the household's."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Niamh's Lamp, Glimmerbox.",  # the prompt written instead of the speech
+        "Turn on the glimmerbox, Dachboden, Aoife's Room",
+        "kitchen, porch",
+    ],
+)
+def test_a_decode_that_copies_the_prompts_names_is_redone_without_it(text: str) -> None:
+    assert echoes_prompt(text, PROMPT)
+    assert judge(decode(text, prompt=PROMPT)) is Verdict.PROMPT_ECHO
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Turn on Niamh's Lamp.",
+        "Switch off the Glimmerbox in Aoife's Room.",
+        "Glimmerbox, Niamh's Lamp.",  # two names, not in the prompt's order
+        "Dachbodenlicht, Aoife's Room",  # a longer word is not the name
+    ],
+)
+def test_a_command_that_names_one_or_two_passes(text: str) -> None:
+    assert not echoes_prompt(text, PROMPT)
+    assert not echoes_prompt(text, None)
+    assert judge(decode(text, prompt=PROMPT)) is Verdict.OK
+
+
+def test_two_names_said_in_the_prompts_order_cost_a_second_decode() -> None:
+    # Rare and harmless: the decode without the prompt gives the answer, one decode later.
+    assert echoes_prompt("Turn on the kitchen, porch and hall lights", PROMPT)
