@@ -53,10 +53,10 @@ def prompt_of(open_session: Callable[[], object]) -> str | None:
 def test_every_profile_gets_the_households_names_after_the_clients(fakes, store):
     hearth = Hearth(fakes.engines, house=store)
     client = TranscribeOptions(initial_prompt="Ada's lamp, porch.")
-    wyoming = prompt_of(lambda: hearth.open_session(Profile.WYOMING_REQUEST, None, client))
+    wyoming = prompt_of(lambda: hearth._session(Profile.CLIENT_ENDED, None, client))
     assert wyoming == "Ada's lamp, porch. Niamh's Lamp, Glimmerbox, Przedpokój, Kitchen."
-    for profile in Profile:  # Willow, the conversation's, Realtime's: no names of their own
-        assert prompt_of(lambda p=profile: hearth.open_session(p)) == (
+    for profile in Profile:  # every client's timing: no names of their own
+        assert prompt_of(lambda p=profile: hearth._session(p)) == (
             "Niamh's Lamp, Glimmerbox, Przedpokój, Kitchen."
         )
 
@@ -70,7 +70,7 @@ async def test_a_conversation_hears_with_the_names(fakes, store):
 def test_nothing_changes_without_names(fakes):
     client = TranscribeOptions(initial_prompt="Ada's lamp.")
     for hearth in (Hearth(fakes.engines), Hearth(fakes.engines, house=NameStore())):
-        assert prompt_of(lambda h=hearth: h.open_session(Profile.WYOMING_REQUEST)) is None
+        assert prompt_of(lambda h=hearth: h._session(Profile.CLIENT_ENDED)) is None
         same = hearth.household_prompt(None, client)
         assert same is client
 
