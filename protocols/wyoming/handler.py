@@ -17,8 +17,8 @@ reset), and closes. This holds for every code: ``busy``, ``invalid-audio``,
 frame or malformed event), ``internal-error``.
 
 One case keeps a satellite's long connection usable: an event type Hearth does not
-know is answered with an ``invalid-request`` error and the connection lives on.
-Wyoming peers skip events they do not handle (a satellite's stream carries events
+know is skipped without an answer and the connection lives on, as the Wyoming README
+asks: peers skip events they do not handle (a satellite's stream carries events
 for other programs), no request was started by it, and nothing waits on its answer.
 ``describe`` and ``ping`` cannot fail on a well-formed event.
 """
