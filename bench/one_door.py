@@ -198,9 +198,10 @@ def willow_upload(daemon: Daemon, pcm: bytes) -> float:
     return done - last[0]
 
 
-async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, float]:
+async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, float, int]:
     """A typed question with tools offered: ``response.create`` -> ``response.done`` and
-    -> its first audio (s)."""
+    -> its first audio (s), and the words of the spoken reply (a longer reply takes
+    longer to speak whatever the path)."""
     import openai
 
     client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="bench", max_retries=0)
@@ -217,13 +218,16 @@ async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, flo
         began = time.monotonic()
         await conn.response.create()
         first = 0.0
+        said: list[str] = []
         async with asyncio.timeout(WAIT_S):
             while (event := await conn.recv()).type != "response.done":
                 if event.type == "error":
                     raise RuntimeError(f"Realtime: {event.error}")
                 if event.type == "response.output_audio.delta" and not first:
                     first = time.monotonic() - began
-        return time.monotonic() - began, first
+                if event.type == "response.output_audio_transcript.delta":
+                    said.append(event.delta)
+        return time.monotonic() - began, first, len("".join(said).split())
 
 
 async def _until(conn: Any, kind: str) -> Any:
@@ -279,13 +283,13 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
                     "Willow upload", lambda d, pcm=pcm: asyncio.to_thread(willow_upload, d, pcm)
                 )
             for question in QUESTIONS:
-                pairs: dict[str, tuple[float, float]] = {}
+                pairs: dict[str, tuple[float, float, int]] = {}
 
                 async def tools_turn(
-                    d: Daemon, q: str = question, pairs: dict[str, tuple[float, float]] = pairs
+                    d: Daemon, q: str = question, pairs: dict[str, tuple[float, float, int]] = pairs
                 ) -> float:
-                    whole, first = await realtime_tools_turn(d, q)
-                    pairs[d.url] = (whole, first)
+                    whole, first, words = await realtime_tools_turn(d, q)
+                    pairs[d.url] = (whole, first, words)
                     return whole
 
                 await each("Realtime turn with tools offered (to response.done)", tools_turn)
@@ -293,6 +297,10 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
                     if daemon.url in pairs and pairs[daemon.url][1]:
                         note("Realtime turn with tools offered (to first audio)", name,
                              pairs[daemon.url][1])  # fmt: skip
+                    if daemon.url in pairs and pairs[daemon.url][2]:
+                        whole, _, words = pairs[daemon.url]
+                        note("Realtime turn with tools offered (to response.done, per word said)",
+                             name, whole / words)  # fmt: skip
     finally:
         for client in clients.values():
             await client.close()
