@@ -47,9 +47,8 @@ from daemon.config import LlmConfig  # noqa: E402
 from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
 from daemon.engines.llm.local import LocalLlm  # noqa: E402
 from daemon.engines.models import resolve_gguf  # noqa: E402
-from daemon.engines.tts.text import SentenceSplitter  # noqa: E402
+from daemon.engines.tts.text import FIRST_WORDS, SentenceSplitter  # noqa: E402
 from daemon.engines.workers import WorkerPool  # noqa: E402
-from daemon.speech.pipeline import FIRST_CLAUSE_CHARS  # noqa: E402
 
 QUESTIONS = (
     "What time is it in Tokyo?",
@@ -59,21 +58,19 @@ QUESTIONS = (
     "Why is the sky blue?",
     "How do I get a red wine stain out of a carpet?",
 )
-FIRST_WORDS = 6
-"""Without a clause mark, the first clause ends after this many words."""
 
 
 class FirstClause:
     """Feed reply text; ``done`` once the first clause TTS would get is complete."""
 
     def __init__(self) -> None:
-        self.splitter = SentenceSplitter(first_clause_chars=FIRST_CLAUSE_CHARS)
+        self.splitter = SentenceSplitter(first_words=FIRST_WORDS)
         self.text = ""
         self.done = False
 
     def feed(self, piece: str) -> bool:
         self.text += piece
-        if self.splitter.feed(piece) or len(self.text.split()) > FIRST_WORDS:
+        if self.splitter.feed(piece) or len(self.text.split()) > FIRST_WORDS[1]:
             self.done = True
         return self.done
 
@@ -193,8 +190,8 @@ def report(
         f"{datetime.date.today().isoformat()}, {machine()}. Model: `{path.name}`, the default "
         f"`llm.system_prompt` and sampling; {len(QUESTIONS)} questions x {runs} runs, "
         "alternating. First clause: what the speech pipeline hands to TTS first (the "
-        f"`SentenceSplitter` with `first_clause_chars={FIRST_CLAUSE_CHARS}`, else "
-        f"{FIRST_WORDS} words). Uncached: `llm.prompt_cache` off, the context reset before "
+        f"`SentenceSplitter` with `first_words={FIRST_WORDS}`, the pipeline's first "
+        "phrase). Uncached: `llm.prompt_cache` off, the context reset before "
         "each request (a fresh `hearth chat`); cached: the system prompt's saved state "
         "restored. Produced by `bench/chat_bench.py`.",
         "",

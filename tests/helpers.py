@@ -227,3 +227,10 @@ def paced(pcm: bytes, chunk: int = CHUNK_BYTES, rate_bytes: int = RATE * 2) -> I
         delay = began + (i + chunk) / rate_bytes - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+
+
+def trimmed(pcm: np.ndarray) -> np.ndarray:
+    """Speech without Piper's leading and trailing silence (10 ms frames under -40 dBFS)."""
+    frames = pcm[: len(pcm) // 160 * 160].astype(np.float32).reshape(-1, 160) / 32768
+    loud = np.flatnonzero(np.sqrt((frames**2).mean(axis=1)) > 0.01)
+    return pcm[loud[0] * 160 : (loud[-1] + 1) * 160]

@@ -67,7 +67,9 @@ class VadConfig:
     threshold: float = field(default=0.5, metadata=rules(min=0.0, max=1.0))
     aggressiveness: int = field(default=2, metadata=rules(min=0, max=3))
     speech_start_ms: int = field(default=90, metadata=rules(min=0, max=2000))
-    speculative_silence_ms: int = field(default=240, metadata=rules(min=30, max=5000))
+    speculative_silence_ms: int = field(default=160, metadata=rules(min=30, max=5000))
+    """Silence after speech at which the speculative decode starts (with that much
+    trailing audio, at most ``padding_ms``)."""
     push_to_talk_silence_ms: int = field(default=90, metadata=rules(min=30, max=5000))
     """Push-to-talk: silence after speech at which the speculative decode starts."""
     trailing_silence_ms: int = field(default=700, metadata=rules(min=60, max=10000))
@@ -79,7 +81,10 @@ class VadConfig:
     turn_threshold: float = field(default=0.85, metadata=rules(min=0.0, max=1.0))
     """Probability of "finished" that ends the turn (bench/RESULTS.md, "Turn-taking")."""
     turn_check_ms: int = field(default=200, metadata=rules(min=30, max=5000))
-    """Silence after speech before the turn model is first asked."""
+    """Silence after speech by which the turn model is asked (its threshold's point)."""
+    turn_early_check_ms: int = field(default=0, metadata=rules(min=0, max=5000))
+    """An earlier first question, as the speculative decode starts (0: none); an
+    "incomplete" answer is asked again at ``turn_check_ms``."""
     turn_recheck_ms: int = field(default=0, metadata=rules(min=0, max=5000))
     """Further silence between later checks while the model says "incomplete" (0: none)."""
     max_pause_ms: int = field(default=1600, metadata=rules(min=60, max=10000))

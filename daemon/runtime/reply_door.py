@@ -12,6 +12,7 @@ from daemon.audio.stream import OutputFormat
 from daemon.engines.llm.base import ChatMessage, ReplyPiece, Sampling, ToolSet
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.text import FIRST_WORDS
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import ModelUnavailable, UnknownVoice
 from daemon.ops.deadline import Deadline, bounded
@@ -81,9 +82,10 @@ class ReplyDoor(Door):
 
     def speak(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
         """Synthesized audio of ``text``, sentence by sentence, through the TTS cache,
-        within the request deadline (RequestTimeout past it)."""
+        within the request deadline (RequestTimeout past it). The first sentence's
+        opening phrase comes first, for earlier audio."""
         deadline = Deadline(self.limits.request_timeout_s)
-        return bounded(deadline, self._tts().stream_cached(text, options))
+        return bounded(deadline, self._tts().stream_cached(text, options, quick_start=True))
 
     def speak_stream(self, options: SynthesisOptions) -> SentenceSpeaker:
         """A voice for text a client streams in pieces (spoken sentence by sentence
@@ -94,6 +96,7 @@ class ReplyDoor(Door):
         return SentenceSpeaker(
             self._tts(),
             options,
+            first_words=FIRST_WORDS,
             max_waiting=CLIENT_WAITING,
             max_chars=limits.max_text_chars,
             cached=True,

@@ -37,7 +37,11 @@ class EndpointConfig:
     turn: bool = False
     """Ask a turn model whether the speaker has finished (``turn_check`` events)."""
     turn_check_s: float = 0.2
-    """With ``turn``: silence after speech at which the model is first asked."""
+    """With ``turn``: silence after speech by which the model is asked (the point its
+    threshold was chosen at)."""
+    turn_early_check_s: float | None = None
+    """With ``turn``: an earlier first question (None: none). The speculative decode
+    starts here too; an "incomplete" answer is asked again at ``turn_check_s``."""
     turn_recheck_s: float = 0.0
     """With ``turn``: more silence between later checks while it says "incomplete"
     (0: none; the first answer stands until ``max_pause_s``)."""
@@ -77,7 +81,7 @@ class Endpointer:
         self._run_start: float | None = None
         self._run_s = 0.0
         self._silence_s = 0.0
-        self._next_check_s = self.config.turn_check_s
+        self._next_check_s = self.first_check_s
         """With a turn model: the silence at which it is asked next."""
         self._unasked = False
         """With a turn model: this pause could not be asked about (the fixed silence ends it)."""
@@ -85,11 +89,18 @@ class Endpointer:
         """Audio time since which no utterance has started (for ``no_speech_s``)."""
 
     @property
+    def first_check_s(self) -> float:
+        """With a turn model: the silence at which it is first asked about a pause."""
+        cfg = self.config
+        early = cfg.turn_early_check_s
+        return cfg.turn_check_s if early is None else min(early, cfg.turn_check_s)
+
+    @property
     def pause_s(self) -> float:
         """Silence after speech that pauses the utterance (speculation starts)."""
         cfg = self.config
         if cfg.turn:
-            return min(cfg.speculative_silence_s, cfg.turn_check_s)
+            return min(cfg.speculative_silence_s, self.first_check_s)
         return cfg.speculative_silence_s
 
     def process(self, seconds: float, is_speech: bool) -> list[EndpointEvent]:
@@ -140,7 +151,7 @@ class Endpointer:
         if is_speech and self._run_s >= cfg.speech_start_s:
             self.speech_end_s = self.now_s
             self._silence_s = 0.0
-            self._next_check_s = cfg.turn_check_s
+            self._next_check_s = self.first_check_s
             self._unasked = False
             if self.state in (EndpointState.PAUSED, EndpointState.ENDED):
                 self.state = EndpointState.SPEECH
@@ -159,10 +170,14 @@ class Endpointer:
             reason = "max-pause" if cfg.turn and not self._unasked else "silence"
             events.append(EndpointEvent("ended", self.speech_end_s or start, reason))
         elif cfg.turn and self._silence_s >= self._next_check_s:
-            # Asked again only with a recheck interval: the model hears a long silence
-            # as a finished turn, so by default one answer per pause stands.
-            recheck = cfg.turn_recheck_s if cfg.turn_recheck_s > 0 else float("inf")
-            self._next_check_s = self._silence_s + recheck
+            # After an early question, once more at the usual point; later ones only
+            # with a recheck interval: the model hears a long silence as a finished
+            # turn, so by default one answer per pause (after the early one) stands.
+            if self._next_check_s < cfg.turn_check_s - 1e-9:
+                self._next_check_s = cfg.turn_check_s
+            else:
+                recheck = cfg.turn_recheck_s if cfg.turn_recheck_s > 0 else float("inf")
+                self._next_check_s = self._silence_s + recheck
             events.append(EndpointEvent("turn_check", self.speech_end_s or start))
         return events
 
@@ -221,6 +236,6 @@ class Endpointer:
         self._run_start = None
         self._run_s = 0.0
         self._silence_s = 0.0
-        self._next_check_s = self.config.turn_check_s
+        self._next_check_s = self.first_check_s
         self._unasked = False
         self._waiting_since = self.now_s

@@ -27,10 +27,12 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 
+from daemon.engines.cores import CoreShare
 from daemon.engines.llm.base import Reply
 from daemon.engines.llm.toolcalls import new_call_id
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.service import TtsService
+from daemon.engines.tts.text import FIRST_WORDS
 from daemon.errors import HearthError
 from daemon.speech.chat import ChatOptions, ChatService
 from daemon.speech.events import (
@@ -52,8 +54,6 @@ from daemon.speech.session import SpeechSession
 
 _LOGGER = logging.getLogger(__name__)
 _END = object()
-FIRST_CLAUSE_CHARS = 16
-"""The first spoken piece may end at a comma once it is this long (earlier audio)."""
 MAX_REPLY_EVENTS = 64
 """Reply events produced ahead of the reader; then the LLM and TTS wait."""
 
@@ -61,9 +61,12 @@ MAX_REPLY_EVENTS = 64
 class SpeechPipeline:
     """Runs speech or text through the LLM and, optionally, out as speech."""
 
-    def __init__(self, chat: ChatService, tts: TtsService) -> None:
+    def __init__(self, chat: ChatService, tts: TtsService, cores: CoreShare | None = None) -> None:
         self.chat = chat
         self.tts = tts
+        self.cores = cores
+        """The cores shared with the LLM: it waits while a reply's first phrase is
+        synthesized (None: it never waits)."""
 
     def start(
         self,
@@ -137,6 +140,7 @@ class _Reply:
         """The client's own instructions and limits the reply is written under."""
         self._chat = pipeline.chat
         self._tts = pipeline.tts
+        self._cores = pipeline.cores
         self._conversation_id = conversation_id
         self._tts_options = tts_options
         self._out: asyncio.Queue[object] = asyncio.Queue(MAX_REPLY_EVENTS)
@@ -145,8 +149,9 @@ class _Reply:
     async def _produce(self, speak: bool) -> None:
         voice = None
         if speak:
+            hold = None if self._cores is None else self._cores.hold
             voice = SentenceSpeaker(
-                self._tts, self._tts_options, first_clause_chars=FIRST_CLAUSE_CHARS
+                self._tts, self._tts_options, first_words=FIRST_WORDS, first_hold=hold
             )
         await self._out.put(ReplyStarted(self._conversation_id))
         try:

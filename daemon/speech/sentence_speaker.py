@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
@@ -38,6 +38,8 @@ class SentenceSpeaker:
         options: SynthesisOptions,
         *,
         first_clause_chars: int = 0,
+        first_words: tuple[int, int] | None = None,
+        first_hold: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
         max_waiting: int = MAX_WAITING,
         max_chars: int | None = None,
         cached: bool = False,
@@ -48,6 +50,10 @@ class SentenceSpeaker:
             tts: the TTS service.
             options: the voice.
             first_clause_chars: the first sentence may end at a clause this long.
+            first_words: the first piece is this many words (fewest, most), at a
+                natural break where one comes (instead of ``first_clause_chars``).
+            first_hold: entered while the first piece is synthesized (the LLM that
+                writes the text waits meanwhile: the first audio comes sooner).
             max_waiting: sentences that may wait for the voice.
             max_chars: the most text that may be written (TextTooLong past it).
             cached: speak through the TTS cache (a client's text, often repeated).
@@ -56,7 +62,10 @@ class SentenceSpeaker:
         self._tts = tts
         self._options = options
         self._cached = cached
-        self._splitter = SentenceSplitter(first_clause_chars=first_clause_chars)
+        self._first_hold = first_hold
+        self._splitter = SentenceSplitter(
+            first_clause_chars=first_clause_chars, first_words=first_words
+        )
         self._max_waiting = max_waiting
         self._waiting: deque[str] = deque()
         self._ended = False
@@ -126,7 +135,11 @@ class SentenceSpeaker:
                 while True:
                     async with self._bound():
                         try:
-                            block = await anext(speech)
+                            if index == 0 and not spoke and self._first_hold is not None:
+                                with self._first_hold():
+                                    block = await anext(speech)
+                            else:
+                                block = await anext(speech)
                         except StopAsyncIteration:
                             break
                     spoke = True

@@ -101,6 +101,8 @@ class SpeechSession(SessionViews):
             self._emit, self._flush,
         )  # fmt: skip
         self.ended: asyncio.Task[None] | None = None
+        self._check_due: float | None = None
+        """A turn check that came due while another was answered (its speech end)."""
         """With ``ends_turn``, once the endpoint ended the utterance: the final decode."""
         self.on_utterance: Callable[[np.ndarray], None] | None = None
         """Called with each utterance's trimmed audio as its final decode starts."""
@@ -243,15 +245,21 @@ class SpeechSession(SessionViews):
                 self._emit(VoiceStopped(int(event.at_s * 1000)))
             elif event.kind == "turn_check":
                 self._check_turn(event.at_s)
-        turn_check_s = self.settings.endpoint.turn_check_s if self.turns is not None else None
+        turn_check_s = self.endpointer.first_check_s if self.turns is not None else None
         self.decodes.speculate(turn_check_s)
         self.decodes.maybe_partial()
 
     def _check_turn(self, speech_end_s: float) -> None:
         """Ask the turn model about the audio up to now (on the loop, holding the lock)."""
         turns = self.turns
-        if turns is None or turns.in_flight:
-            return  # one question at a time; the next check (or max_pause_s) follows
+        if turns is None:
+            return
+        if turns.in_flight:
+            # One question at a time: this one is asked when the answer in flight
+            # leaves the pause undecided.
+            self._check_due = speech_end_s
+            return
+        self._check_due = None
         ep = self.endpointer
         if turns.should_skip(self.intake.recording()):
             # The turn model saves time only on an idle machine and a live speaker:
@@ -280,6 +288,11 @@ class SpeechSession(SessionViews):
                 if complete is None
                 else ep.turn_decided(speech_end_s, complete)
             )
+            due, self._check_due = self._check_due, None
+            if due is not None and not complete and ep.speech_end_s == due:
+                if ep.state is EndpointState.PAUSED:
+                    self.turns.task = None  # this answer is in: the next may be asked
+                    self._check_turn(due)  # the later question that waited for it
             await self._after_end()
         await self._flush()
 

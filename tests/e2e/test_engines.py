@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,9 +23,9 @@ from daemon.errors import (
 )
 from daemon.runtime.loading import load_engines
 from daemon.speech.events import FinalTranscript, PartialTranscript, VoiceStarted, VoiceStopped
-from daemon.speech.session import SessionOptions
+from daemon.speech.session import SessionOptions, SessionSettings
 from tests.conftest import DETERMINISTIC
-from tests.helpers import assert_heard, noise, silence, words
+from tests.helpers import assert_heard, noise, silence, trimmed, words
 
 pytestmark = pytest.mark.e2e
 PHRASE = "turn on the kitchen lights"
@@ -36,8 +37,9 @@ async def run_session(
     fmt=AudioFormat(RATE, 2, 1),
     realtime=False,
     options: SessionOptions | None = None,
+    settings: SessionSettings | None = None,
 ):
-    session = engines.new_session(options=options)
+    session = engines.new_session(options=options, settings=settings)
     session.start(fmt)
     events = []
 
@@ -100,8 +102,11 @@ async def test_no_speech_gives_empty_text_without_whisper(engines, kind):
 
 async def test_speculative_result_equals_one_shot_decode(engines, kitchen):
     audio = np.concatenate([silence(0.4), kitchen, silence(0.9)])
+    # The speculative decode waits for the whole padding here, so that it decodes the
+    # very samples the one-shot reference decodes.
+    whole = replace(engines.session_settings, speculative_padding_s=None)
     final, _, session = await run_session(
-        engines, audio, realtime=True, options=SessionOptions(partials=False)
+        engines, audio, realtime=True, options=SessionOptions(partials=False), settings=whole
     )
     assert final.speculative and session.asr_calls == 1
     # The decode started while the audio still arrived is the one a decode of the whole
@@ -187,6 +192,62 @@ async def test_pipeline_speaks_the_llm_reply(engines):
     audio = b"".join(e.pcm for e in events if hasattr(e, "pcm"))
     assert len(audio) > 16000
     assert len(engines.chat.conversations.history("t1")) == 2
+
+
+async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
+    # "Set a timer for ... ten minutes." at real time, hands-free, replies on: the pause
+    # is long enough for the speculative decode and its reply to start, and for the turn
+    # model to be asked (the words end in "for": the turn goes on). Speech resumes, so
+    # both are dropped: one final, one reply, to the whole sentence.
+    from daemon.speech.events import (
+        ReplyDone,
+        RunEnded,
+        SpeculationDiscarded,
+        SpeculativeTranscript,
+    )
+
+    head, tail = trimmed(speak("Set a timer for")), trimmed(speak("ten minutes."))
+    audio = np.concatenate([silence(0.3), head, silence(0.45), tail, silence(1.8)])
+    session = engines.new_session(options=SessionOptions(partials=False, hands_free=True))
+    session.start(AudioFormat(RATE, 2, 1))
+    replies = engines.pipeline.replies("goes-on", speak=True, tts_options=DETERMINISTIC)
+    seen: list[object] = []
+    runs = []
+
+    async def listen() -> None:
+        async for event in session.events():
+            seen.append(event)
+            if isinstance(event, FinalTranscript):
+                runs.append([e async for e in replies.start(event).events()])
+            else:
+                await replies.observe(event)
+
+    listener = asyncio.ensure_future(listen())
+    step = int(RATE * 0.02)
+    for i in range(0, len(audio), step):
+        await session.feed(audio[i : i + step].tobytes())
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)
+    for _ in range(600):  # the reply is under way: wait for it to end (60 s at most)
+        if runs:
+            break
+        await asyncio.sleep(0.1)
+    await session.close()
+    await asyncio.wait_for(listener, 60)
+    await replies.close()
+
+    guesses = [e.text for e in seen if isinstance(e, SpeculativeTranscript)]
+    assert len(guesses) >= 2, guesses  # one at the pause, one at the end
+    assert any(isinstance(e, SpeculationDiscarded) for e in seen)
+    finals = [e for e in seen if isinstance(e, FinalTranscript)]
+    assert len(finals) == 1 and len(runs) == 1
+    assert_heard(finals[0].text, "Set a timer for ten minutes.", "timer", "minutes")
+    done = [e for e in runs[0] if isinstance(e, ReplyDone)]
+    assert len(done) == 1 and done[0].text
+    assert isinstance(runs[0][-1], RunEnded)
+    # The dropped guess left nothing behind: one exchange remembered.
+    history = engines.chat.conversations.history("goes-on")
+    assert len(history) == 2 and "minutes" in history[0].content.lower()
 
 
 async def test_bad_input_raises_typed_errors(engines):

@@ -13,7 +13,15 @@ import pytest
 from daemon.audio.pcm import resample_pcm
 from daemon.speech.conversation import SAY_BURST
 from tests.daemon import Daemon
-from tests.helpers import assert_heard, eventually, hear, silence, sounds_like, words
+from tests.helpers import (
+    assert_heard,
+    eventually,
+    hear,
+    silence,
+    sounds_like,
+    trimmed,
+    words,
+)
 from tests.webrtc_client import RtcClient
 
 pytestmark = pytest.mark.e2e
@@ -105,13 +113,6 @@ async def test_hands_free_finds_two_utterances(daemon, kitchen, speak):
         await client.close()
 
 
-def _trimmed(pcm: np.ndarray) -> np.ndarray:
-    """Speech without Piper's leading and trailing silence (10 ms frames under -40 dBFS)."""
-    frames = pcm[: len(pcm) // 160 * 160].astype(np.float32).reshape(-1, 160) / 32768
-    loud = np.flatnonzero(np.sqrt((frames**2).mean(axis=1)) > 0.01)
-    return pcm[loud[0] * 160 : (loud[-1] + 1) * 160]
-
-
 async def test_a_pause_mid_sentence_is_one_turn_not_two(daemon, speak):
     # "What is the weather like in ... London today?": 1 s of silence, longer than the
     # fixed 700 ms that cut people off here; the turn model hears that the question goes
@@ -121,8 +122,8 @@ async def test_a_pause_mid_sentence_is_one_turn_not_two(daemon, speak):
     try:
         client.send("listen")
         assert (await client.expect("state"))["obj"]["mode"] == "hands-free"
-        head = _trimmed(speak("What is the weather like in"))
-        tail = _trimmed(speak("London today?"))
+        head = trimmed(speak("What is the weather like in"))
+        tail = trimmed(speak("London today?"))
         await client.speak(np.concatenate([silence(0.3), head, silence(1.0), tail, silence(2.0)]))
         infer = await client.expect("infer")
         spoken = "What is the weather like in London today?"

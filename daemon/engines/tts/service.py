@@ -18,7 +18,14 @@ from daemon.audio.pcm import PcmResampler, encode, resample_pcm
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
 from daemon.engines.tts.cache import TtsCache, cache_key
 from daemon.engines.tts.remote import MixedTts, RemoteTts, SpeakLocally
-from daemon.engines.tts.text import bound_pieces, check_speakable, split_sentences, spoken
+from daemon.engines.tts.text import (
+    bound_pieces,
+    check_speakable,
+    ends_phrase,
+    first_phrase,
+    split_sentences,
+    spoken,
+)
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
 from daemon.errors import Busy, InvalidText, RemoteUnavailable, RequestTimeout, TextTooLong
@@ -92,9 +99,15 @@ class TtsService:
         """The sample rate audio will have (Hz)."""
         return options.sample_rate or voice.sample_rate
 
-    async def stream(self, text: str, options: SynthesisOptions) -> AsyncIterator[SentenceAudio]:
-        """Yield audio sentence by sentence as each is synthesized."""
+    async def stream(
+        self, text: str, options: SynthesisOptions, quick_start: bool = False
+    ) -> AsyncIterator[SentenceAudio]:
+        """Yield audio sentence by sentence as each is synthesized; with
+        ``quick_start`` the first sentence's opening phrase is spoken on its own first
+        (:func:`~daemon.engines.tts.text.first_phrase`), for earlier audio."""
         voice, sentences = await self.prepare_async(text, options)
+        if quick_start:
+            sentences = first_phrase(sentences)
         async for block in self.stream_prepared(voice, sentences, options):
             yield block
 
@@ -123,7 +136,7 @@ class TtsService:
         def work(index: int, sentence: str) -> SentenceAudio:
             pcm = b"".join(self.engine.synthesize(voice, sentence, options))
             pcm = resample_pcm(pcm, voice.sample_rate, rate)
-            if index < last:
+            if index < last and ends_phrase(sentence):
                 pcm += gap
             return SentenceAudio(pcm, rate, sentence)
 
@@ -152,7 +165,7 @@ class TtsService:
                     if remote is None:
                         await put(await self._run_piece(work, index, sentence))
                         continue
-                    tail = gap if index < last else b""
+                    tail = gap if index < last and ends_phrase(sentence) else b""
                     async for block in self._remote_piece(
                         remote, voice, index, sentence, options, rate, tail
                     ):
@@ -238,11 +251,13 @@ class TtsService:
             await asyncio.sleep(_RETRY_S)
 
     async def stream_cached(
-        self, text: str, options: SynthesisOptions
+        self, text: str, options: SynthesisOptions, quick_start: bool = False
     ) -> AsyncIterator[SentenceAudio]:
         """Like :meth:`stream`, but a cached utterance comes back at once as one
         block, and a fresh one is stored (as raw PCM) once it is complete."""
         voice, sentences = await self.prepare_async(text, options)
+        if quick_start:
+            sentences = first_phrase(sentences)
         key = self.key(text, voice, options, "pcm")
         hit = await self.cache_get(key)
         if hit is not None:

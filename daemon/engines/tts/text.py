@@ -12,6 +12,12 @@ from daemon.errors import InvalidText
 _END = re.compile(r"([.!?…]+[\"')\]]*(?=\s)|\n+)(\s*)")
 # A clause end: where a spoken reply may start before its first sentence is done.
 _CLAUSE = re.compile(r"([,;:—–]|\s-)(\s+)")
+# Words a phrase starts with: the first short piece of a reply may end before one.
+_JOINERS = frozenset(
+    "and or but so to in on at for with from of by because when if that which until "
+    "while before after than".split()
+)
+_WORD = re.compile(r"\S+(?=\s)")
 _ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "no", "jr", "sr"}
 
 
@@ -144,6 +150,31 @@ def _merge_short(pieces: list[str], max_chars: int) -> list[str]:
     return out
 
 
+FIRST_WORDS = (3, 5)
+"""The first piece of speech: this many words (fewest, most), at a natural break
+where one comes, so that the voice starts on a short phrase."""
+_BREAK = re.compile(r"[.!?…,;:—–\"')\]]$")
+
+
+def first_phrase(pieces: list[str], words: tuple[int, int] = FIRST_WORDS) -> list[str]:
+    """``pieces`` with the first one's opening phrase split off (see
+    :class:`SentenceSplitter`'s ``first_words``) when more follows it in that piece."""
+    if not pieces:
+        return pieces
+    splitter = SentenceSplitter(first_words=words)
+    head = splitter.feed(pieces[0])
+    rest = splitter.flush()
+    if not head or not rest:
+        return pieces
+    return [*head, *rest, *pieces[1:]]
+
+
+def ends_phrase(piece: str) -> bool:
+    """Whether a piece ends at punctuation (a pause belongs after it), not inside a
+    phrase (cut between words: the next piece goes on at once)."""
+    return bool(_BREAK.search(piece))
+
+
 def split_sentences(text: str) -> list[str]:
     """Split complete text into sentences (whitespace-normalized, none empty)."""
     splitter = SentenceSplitter()
@@ -157,23 +188,60 @@ class SentenceSplitter:
 
     With ``first_clause_chars`` the first piece may end at a clause boundary (a
     comma, colon, semicolon or dash) once it is that long, so that speech can begin
-    before the LLM has finished its first sentence.
+    before the LLM has finished its first sentence. With ``first_words`` (fewest,
+    most) the first piece is that many words instead: it ends at a clause mark after
+    the fewest, else before a word that starts a phrase ("and", "to", "for", ...),
+    else after the most (or the last word before them that does not lead into the next).
     """
 
-    def __init__(self, min_chars: int = 12, first_clause_chars: int = 0) -> None:
+    def __init__(
+        self,
+        min_chars: int = 12,
+        first_clause_chars: int = 0,
+        first_words: tuple[int, int] | None = None,
+    ) -> None:
         self.min_chars = min_chars
         self.first_clause_chars = first_clause_chars
+        self.first_words = first_words
         self._buf = ""
         self._emitted = 0
+        self._rest = False
+        """The first phrase was cut inside a sentence: its rest ends at the sentence's
+        end, however short."""
 
     def feed(self, piece: str) -> list[str]:
         """Add text; return the sentences completed by it."""
         self._buf += piece
         out = self._sentences()
-        if not out and not self._emitted and self.first_clause_chars:
-            out = self._first_clause()
+        if not out and not self._emitted:
+            if self.first_words is not None:
+                out = self._first_words(*self.first_words)
+            elif self.first_clause_chars:
+                out = self._first_clause()
         self._emitted += len(out)
         return out
+
+    def _first_words(self, fewest: int, most: int) -> list[str]:
+        words = list(_WORD.finditer(self._buf))  # words something already follows
+        bare = [w.group().lower().strip("\"'()[]") for w in words]
+        cut: int | None = None
+        for k in range(fewest, min(len(words), most) + 1):
+            if _CLAUSE.match(words[k - 1].group()[-1] + " "):
+                cut = k  # a clause mark ends the k-th word
+                break
+            if k < len(words) and bare[k] in _JOINERS and bare[k - 1] not in _JOINERS:
+                cut = k  # the next word starts a phrase
+                break
+        if cut is None and len(words) > most:
+            leads = [k for k in range(fewest, most + 1) if bare[k - 1] not in _JOINERS]
+            cut = leads[-1] if leads else most
+        if cut is None:
+            return []
+        end = words[cut - 1].end()
+        piece = " ".join(self._buf[:end].split())
+        self._buf = self._buf[end:].lstrip()
+        self._rest = True
+        return [piece]
 
     def _first_clause(self) -> list[str]:
         for match in _CLAUSE.finditer(self._buf):
@@ -191,10 +259,11 @@ class SentenceSplitter:
             candidate = self._buf[start:end].strip()
             if "." in match.group(1) and _is_abbreviation(self._buf, match.start(1) + 1):
                 continue
-            if len(candidate) < self.min_chars and "\n" not in match.group(1):
+            if len(candidate) < self.min_chars and "\n" not in match.group(1) and not self._rest:
                 continue
             if candidate:
                 out.append(" ".join(candidate.split()))
+                self._rest = False
             start = match.end()
         self._buf = self._buf[start:]
         return out

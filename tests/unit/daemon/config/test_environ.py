@@ -196,7 +196,7 @@ def test_errors_name_the_variable_in_the_file_s_words(tmp_path):
 def test_a_cross_check_names_the_variable_that_broke_it(tmp_path):
     assert error_of({"HEARTH_VAD__TRAILING_SILENCE_MS": "100"}) == (
         "HEARTH_VAD__TRAILING_SILENCE_MS vad.speculative_silence_ms: must not exceed "
-        "vad.trailing_silence_ms (100), got 240"
+        "vad.trailing_silence_ms (100), got 160"
     )
     assert error_of({"HEARTH_LLM__BACKEND": "remote"}) == (
         "HEARTH_LLM__BACKEND llm.remote.base_url: must be set when llm.backend is remote"

@@ -139,3 +139,32 @@ def test_without_the_turn_model_the_fixed_silence_decides():
     events = drive(ep, "S" * 10 + "." * 30)
     assert "turn_check" not in [k for k, _ in events]
     assert ep.turn_decided(0.3, complete=True) == []
+
+
+EARLY = EndpointConfig(
+    speech_start_s=0.09,
+    speculative_silence_s=0.24,
+    trailing_silence_s=0.6,
+    turn=True,
+    turn_check_s=0.18,
+    turn_early_check_s=0.06,
+    max_pause_s=1.5,
+)
+
+
+def test_an_early_question_pauses_sooner_and_is_asked_once_more_at_the_usual_point():
+    ep = Endpointer(EARLY)
+    events = drive(ep, "S" * 10 + "." * 10)
+    # Speculation and the first question at 60 ms of silence, the second at 180 ms;
+    # no more without a recheck interval.
+    assert events == [("started", 0.0), ("paused", 0.3), ("turn_check", 0.3), ("turn_check", 0.3)]
+    assert ep.pause_s == ep.first_check_s == 0.06
+    ended = ep.turn_decided(0.3, complete=True)
+    assert [(e.kind, e.reason) for e in ended] == [("ended", "turn")]
+
+
+def test_an_early_question_starts_over_after_speech_resumes():
+    ep = Endpointer(EARLY)
+    drive(ep, "S" * 10 + "." * 3)  # asked early; the person goes on
+    events = drive(ep, "S" * 5 + "." * 3)
+    assert [k for k, _ in events] == ["resumed", "paused", "turn_check"]

@@ -1,6 +1,12 @@
 import pytest
 
-from daemon.engines.tts.text import SentenceSplitter, split_sentences, spoken
+from daemon.engines.tts.text import (
+    SentenceSplitter,
+    ends_phrase,
+    first_phrase,
+    split_sentences,
+    spoken,
+)
 
 
 def test_split_complete_text():
@@ -38,6 +44,65 @@ def test_first_clause_lets_speech_start_early():
     assert splitter.feed("and the heat is at twenty, as you asked. ") == [
         "and the heat is at twenty, as you asked."
     ]
+
+
+def _first_piece(reply: str) -> list[str]:
+    """What a streamed reply's first pieces are, fed a word at a time as an LLM writes."""
+    splitter = SentenceSplitter(first_words=(3, 5))
+    out: list[str] = []
+    for i, word in enumerate(reply.split(" ")):
+        out += splitter.feed(word if i == 0 else f" {word}")
+    return out + splitter.flush()
+
+
+@pytest.mark.parametrize(
+    ("reply", "first"),
+    [
+        # A clause mark after three words or more.
+        ("Okay, sure thing, the lights are on.", "Okay, sure thing,"),
+        # Before a word that starts a phrase.
+        ("Okay, I've set a timer for ten minutes.", "Okay, I've set a timer"),
+        ("I have turned on the lights in the kitchen.", "I have turned"),
+        # No break within five words: five words, never ending on a joining word.
+        ("The weather tomorrow will be sunny and warm.", "The weather tomorrow will be"),
+        ("Please wait while I look up the forecast.", "Please wait while I look"),
+        # A sentence that ends first is the first piece.
+        ("It is 3:45 PM. Anything else?", "It is 3:45 PM."),
+        ("I've turned on the kitchen lights.", "I've turned on the kitchen lights."),
+    ],
+)
+def test_the_first_piece_is_a_short_phrase(reply: str, first: str) -> None:
+    pieces = _first_piece(reply)
+    assert pieces[0] == first
+    assert " ".join(pieces) == reply  # nothing lost, nothing added
+
+
+def test_only_the_first_piece_is_short() -> None:
+    pieces = _first_piece("Sure, I can do that for you. It will take a minute or two to finish.")
+    assert pieces == ["Sure, I can do", "that for you.", "It will take a minute or two to finish."]
+
+
+def test_first_phrase_splits_only_what_goes_on() -> None:
+    assert first_phrase(["Okay, I've set a timer for ten minutes.", "Bye."]) == [
+        "Okay, I've set a timer",
+        "for ten minutes.",
+        "Bye.",
+    ]
+    assert first_phrase(["Good night."]) == ["Good night."]
+    assert first_phrase([]) == []
+
+
+@pytest.mark.parametrize(
+    ("piece", "pause"),
+    [
+        ("Good night.", True),
+        ("Sure,", True),
+        ('He said "yes."', True),
+        ("Okay, I've set a timer", False),
+    ],
+)
+def test_a_pause_belongs_only_after_punctuation(piece: str, pause: bool) -> None:
+    assert ends_phrase(piece) is pause
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,484 @@
+"""Half a second: from the end of speech to the first word of the reply, before and after.
+
+Two source trees, this one and a git revision exported into a temporary folder, each
+run a real ``hearth serve`` on the embedded models with the same configuration; the two
+daemons take turns, request by request, so load on the machine falls on both alike.
+Home commands are spoken by Hearth's Piper voice and by eSpeak NG voices (the Debian
+package), at real time. Measured, as medians and p90:
+
+- hands-free speech to speech over WebRTC (aiortc client): end of speech -> first reply
+  audio frame at the client; and in the reply, the longest run of quiet (10 ms frames
+  under -40 dBFS between its first and last word) and the longest wait between two audio
+  frames, against a comma's pause in the same voice: a first phrase spoken early must
+  not leave a hole before the rest;
+- ``/api/sts`` push-to-talk (a Willow-style upload at real time that ends 150 ms after
+  the last word): the body's last byte -> the first byte of reply audio;
+- Wyoming at real time (10 ms chunks), Hearth ending the turn: end of speech ->
+  ``voice-stopped``, on a long finished command.
+
+Then, in this process, the budget: hands-free turns through the same session and reply
+code the daemon runs, with each step's end in ms after the end of speech, from
+timestamps taken inside (the worker pools' calls and the events).
+
+Run: .venv/bin/python bench/half_second.py [--before main] [--runs 3] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.conversation_move import serving, synthesize  # noqa: E402
+from bench.one_door import exported  # noqa: E402
+from bench.results import machine, percentile, write_section  # noqa: E402
+from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+from tests.webrtc_client import RtcClient  # noqa: E402
+
+COMMANDS = (
+    "Turn on the kitchen lights.",
+    "What time is it?",
+    "Set a timer for ten minutes.",
+    "Close the blinds in the living room.",
+    "What is the weather like tomorrow?",
+)
+ESPEAK = ("en-us", "en-gb+f3")
+ESPEAK_COMMANDS = (
+    "Set the living room light to four percent.",
+    "Turn off the bedroom fan.",
+    "What time is it?",
+    "Is the garage door closed?",
+)
+LONG_COMMAND = "Turn on the kitchen lights and set the thermostat to 72 degrees."
+WAIT_S = 120.0
+QUIET_DBFS = -40.0
+
+Samples = dict[str, dict[str, list[float]]]
+
+
+def espeak(voice: str, text: str) -> np.ndarray:
+    """eSpeak NG's speech of ``text``, 16 kHz int16."""
+    wav = subprocess.run(
+        ["espeak-ng", "-v", voice, "-s", "160", "--stdout", text], capture_output=True, check=True
+    ).stdout
+    from daemon.audio.pcm import decode_file
+
+    return decode_file(wav)
+
+
+def trimmed(pcm: np.ndarray) -> np.ndarray:
+    """Speech without leading and trailing quiet (10 ms frames under -40 dBFS)."""
+    loud = np.flatnonzero(_levels(pcm) > QUIET_DBFS)
+    return pcm[loud[0] * 160 : (loud[-1] + 1) * 160] if loud.size else pcm[:0]
+
+
+def _levels(pcm: np.ndarray) -> np.ndarray:
+    frames = pcm[: len(pcm) // 160 * 160].astype(np.float32).reshape(-1, 160) / 32768
+    return 20 * np.log10(np.sqrt((frames**2).mean(axis=1)) + 1e-9)
+
+
+def longest_quiet_s(pcm: np.ndarray) -> float:
+    """The longest run of quiet 10 ms frames between the first and last loud one."""
+    loud = _levels(pcm) > QUIET_DBFS
+    idx = np.flatnonzero(loud)
+    if idx.size < 2:
+        return 0.0
+    inner = ~loud[idx[0] : idx[-1] + 1]
+    best = run = 0
+    for quiet in inner:
+        run = run + 1 if quiet else 0
+        best = max(best, run)
+    return best * 0.01
+
+
+# ---------------------------------------------------------------- one request each
+
+
+async def webrtc_turn(client: RtcClient, speech: np.ndarray) -> dict[str, float] | None:
+    """Speak hands-free; end of speech -> first reply frame, and the reply's holes."""
+    client.reply_frames_at.clear()
+    client.reply_pcm.clear()
+    lead = np.zeros(int(0.3 * RATE), np.int16)
+    began = time.monotonic()
+    speech_end = began + (lead.size + speech.size) / RATE
+    await client.speak(np.concatenate([lead, speech, np.zeros(int(2.5 * RATE), np.int16)]))
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        message = await client.expect("reply", timeout=WAIT_S)
+        if message["obj"].get("done"):
+            break
+    await asyncio.sleep(1.5)  # the reply's last frames
+    frames = [t for t in client.reply_frames_at if t > speech_end]
+    if not frames:
+        return None
+    pcm = np.frombuffer(resample_pcm(bytes(client.reply_pcm), client.reply_rate, RATE), np.int16)
+    waits = np.diff(np.array(frames)) if len(frames) > 1 else np.zeros(1)
+    return {
+        "first": frames[0] - speech_end,
+        "quiet": longest_quiet_s(pcm),
+        "frame_wait": float(waits.max()),
+    }
+
+
+def sts_turn(daemon: Daemon, speech: np.ndarray) -> float | None:
+    """A push-to-talk upload at real time: its last byte -> the first reply audio."""
+    pcm = (
+        np.concatenate(
+            [np.zeros(int(0.3 * RATE), np.int16), speech, np.zeros(int(0.15 * RATE), np.int16)]
+        )
+        .astype("<i2")
+        .tobytes()
+    )
+    step = int(RATE * 0.02) * 2
+    last = [0.0]
+
+    def body() -> Iterator[bytes]:
+        began = time.perf_counter()
+        for i in range(0, len(pcm), step):
+            yield pcm[i : i + step]
+            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
+        last[0] = time.perf_counter()
+
+    headers = {
+        "x-audio-sample-rate": str(RATE),
+        "x-audio-bits": "16",
+        "x-audio-channel": "1",
+        "x-audio-codec": "pcm",
+    }
+    url = f"{daemon.url}/api/sts?format=pcm"
+    with httpx.stream("POST", url, content=body(), headers=headers, timeout=WAIT_S) as resp:
+        if resp.status_code != 200:
+            return None
+        for chunk in resp.iter_bytes():
+            if chunk:
+                return time.perf_counter() - last[0]
+    return None
+
+
+async def wyoming_voice_stopped(daemon: Daemon, speech: np.ndarray) -> float | None:
+    """Wyoming at real time, Hearth ending the turn: end of speech -> ``voice-stopped``."""
+    from wyoming.asr import Transcribe
+    from wyoming.audio import AudioChunk, AudioStart
+    from wyoming.client import AsyncTcpClient
+
+    host, port = daemon.wyoming_uri.removeprefix("tcp://").rsplit(":", 1)
+    pcm = np.concatenate([np.zeros(int(0.3 * RATE), np.int16), speech]).astype("<i2").tobytes()
+    tail = np.zeros(int(3.0 * RATE), np.int16).astype("<i2").tobytes()
+    step = int(RATE * 0.01) * 2
+    stopped: list[float] = []
+    speech_end = [0.0]
+    async with AsyncTcpClient(host, int(port)) as client:
+        await client.write_event(Transcribe(language="en").event())
+        await client.write_event(AudioStart(RATE, 2, 1).event())
+
+        async def read() -> None:
+            while (event := await client.read_event()) is not None:
+                if event.type == "voice-stopped" and not stopped:
+                    stopped.append(time.perf_counter())
+                if event.type == "transcript":
+                    return
+
+        reader = asyncio.ensure_future(read())
+        began = time.perf_counter()
+        data = pcm + tail
+        for i in range(0, len(data), step):
+            if i == len(pcm):
+                speech_end[0] = time.perf_counter()
+            if reader.done():
+                break
+            chunk = AudioChunk(RATE, 2, 1, data[i : i + step])
+            await client.write_event(chunk.event())
+            await asyncio.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reader, 10)
+    return stopped[0] - speech_end[0] if stopped and speech_end[0] else None
+
+
+# ---------------------------------------------------------------- the daemons
+
+
+async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], runs: int) -> Samples:
+    samples: Samples = {}
+
+    def note(what: str, name: str, value: float | None) -> None:
+        if value is not None:
+            samples.setdefault(what, {n: [] for n in daemons})[name].append(value)
+
+    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
+        for name, daemon in daemons.items():  # turn by turn: load falls on both
+            try:
+                note(what, name, await job(daemon))
+            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
+                print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
+
+    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
+    try:
+        for client in clients.values():
+            client.send("listen", reply=True)
+            await client.expect("state")
+        for _ in range(runs):
+            for label, utterance in speech.items():
+                if label == "long":
+                    continue
+                voice = "piper" if label.startswith("piper") else "espeak"
+                for name, client in clients.items():
+                    turn = await webrtc_turn(client, utterance)
+                    if turn is None:
+                        continue
+                    note(f"hands-free, {voice}", name, turn["first"])
+                    note("reply: longest quiet inside", name, turn["quiet"])
+                    note("reply: longest wait between frames", name, turn["frame_wait"])
+                if voice == "piper":
+                    await each("sts", lambda d, u=utterance: asyncio.to_thread(sts_turn, d, u))
+            await each(
+                "wyoming voice-stopped",
+                lambda d: wyoming_voice_stopped(d, speech["long"]),
+            )
+    finally:
+        for client in clients.values():
+            await client.close()
+    return samples
+
+
+# ---------------------------------------------------------------- the budget, in process
+
+
+async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, list[float]]:
+    """Each step's end in ms after the end of speech, from inside (this tree's code)."""
+    from daemon.audio.pcm import AudioFormat
+    from daemon.config import parse_config
+    from daemon.engines.hardware import probe
+    from daemon.engines.tts.base import SynthesisOptions
+    from daemon.runtime.loading import load_engines
+    from daemon.speech.events import FinalTranscript, ReplyChunk, SpeechAudio
+    from daemon.speech.session import SessionOptions
+
+    steps: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as state:
+        config = parse_config(
+            f"state_dir: {state}\nllm:\n  temperature: 0.0\n  max_tokens: 24\n", "bench"
+        )
+        engines = await asyncio.to_thread(load_engines, config, probe())
+        assert engines.pipeline is not None and engines.chat is not None
+        await engines.chat.warm_up()
+        calls: list[tuple[str, float, float]] = []
+
+        def observe(pool: str, seconds: float) -> None:
+            now = time.perf_counter()
+            calls.append((pool, now - seconds, now))
+
+        for pool in (engines.asr_pool, engines.turn_pool, engines.tts_pool):
+            pool.observer = observe
+        for r in range(runs):
+            for i, speech in enumerate(utterances):
+                calls.clear()
+                marks: dict[str, float] = {}
+                session = engines.new_session(
+                    options=SessionOptions(partials=False, hands_free=True)
+                )
+                replies = engines.pipeline.replies(
+                    f"budget{r}-{i}", True, SynthesisOptions(sample_rate=RATE)
+                )
+
+                async def listen(
+                    session: Any = session, replies: Any = replies, marks: Any = marks
+                ) -> None:
+                    async for event in session.events():
+                        await replies.observe(event)
+                        if isinstance(event, FinalTranscript) and event.text.strip():
+                            now = time.perf_counter()
+                            marks.setdefault("turn decided, the reply starts", now)
+                            async for out in replies.start(event).events():
+                                if isinstance(out, ReplyChunk):
+                                    marks.setdefault("the LLM's first token", time.perf_counter())
+                                if isinstance(out, SpeechAudio):
+                                    marks.setdefault("first reply audio", time.perf_counter())
+                            return
+
+                reader = asyncio.ensure_future(listen())
+                audio = np.concatenate(
+                    [
+                        np.zeros(int(0.3 * RATE), np.int16),
+                        speech,
+                        np.zeros(int(2.2 * RATE), np.int16),
+                    ]
+                )
+                session.start(AudioFormat(RATE, 2, 1))
+                step = int(RATE * 0.02)
+                began = time.perf_counter()
+                speech_end = began + 0.3 + len(speech) / RATE
+                for k in range(0, len(audio), step):
+                    await session.feed(audio[k : k + step].tobytes())
+                    await asyncio.sleep(max(0.0, began + (k + step) / RATE - time.perf_counter()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader, 30)
+                await session.close()
+                await replies.close()
+                vad_end = session.endpointer.speech_end_s
+                after = [c for c in calls if c[1] > speech_end - 0.05]
+                decodes = [c for c in after if c[0] == "asr"]
+                checks = [c for c in after if c[0] == "turn"]
+                voices = [c for c in after if c[0] == "tts"]
+                if decodes:
+                    marks["the speculative decode starts"] = decodes[-1][1]
+                    marks["the speculative decode ends"] = decodes[-1][2]
+                if checks:
+                    marks["the turn check starts"] = checks[-1][1]
+                    marks["the turn check ends"] = checks[-1][2]
+                if voices:
+                    marks["the first phrase goes to the voice"] = voices[0][1]
+                if vad_end is not None:
+                    marks["the VAD's last speech frame"] = began + vad_end
+                for name, at in marks.items():
+                    steps.setdefault(name, []).append((at - speech_end) * 1000)
+        engines.close()
+    return steps
+
+
+ORDER = (
+    "the VAD's last speech frame",
+    "the speculative decode starts",
+    "the turn check starts",
+    "the turn check ends",
+    "the speculative decode ends",
+    "turn decided, the reply starts",
+    "the LLM's first token",
+    "the first phrase goes to the voice",
+    "first reply audio",
+)
+
+
+# ---------------------------------------------------------------- the report
+
+
+def _ms(values: list[float], q: float | None = None, scale: float = 1000) -> str:
+    if not values:
+        return "-"
+    value = statistics.median(values) if q is None else percentile(values, q)
+    return f"{value * scale:.0f} ms"
+
+
+def report(
+    samples: Samples, steps: dict[str, list[float]], revision: str, runs: int, comma_s: float
+) -> str:
+    names = ("before", "after")
+    lines = [
+        "## Half a second: end of speech to the first word of the reply (`bench/half_second.py`)",
+        "",
+        f"{datetime.date.today()}, {machine()}. Two daemons on loopback, the embedded models,"
+        f" `llm.temperature: 0`, taking turns request by request; `before` is {revision}."
+        f" {runs} runs of {len(COMMANDS)} Piper commands (Hearth's voice, no noise) and"
+        f" {len(ESPEAK_COMMANDS)} eSpeak NG commands in {len(ESPEAK)} voices"
+        f" ({', '.join(ESPEAK)}), at real time. Median (p90).",
+        "",
+        "| measure | before | after | after / before | samples |",
+        "|---|---|---|---|---|",
+    ]
+    rows = (
+        (
+            "hands-free, piper",
+            "hands-free over WebRTC, Piper commands: end of speech -> first reply frame",
+        ),
+        ("hands-free, espeak", "hands-free over WebRTC, eSpeak NG commands: the same"),
+        ("sts", "`/api/sts` push-to-talk: last byte -> first reply audio"),
+        (
+            "wyoming voice-stopped",
+            f'Wyoming at real time, Hearth ends the turn: "{LONG_COMMAND}", end -> voice-stopped',
+        ),
+        ("reply: longest quiet inside", "reply audio: longest quiet run inside"),
+        ("reply: longest wait between frames", "reply audio: longest wait between two frames"),
+    )
+    for key, title in rows:
+        got = samples.get(key)
+        if not got:
+            continue
+        before, after = got[names[0]], got[names[1]]
+        ratio = (
+            f"{statistics.median(after) / statistics.median(before):.2f}"
+            if before and after
+            else "-"
+        )
+        lines.append(
+            f"| {title} | {_ms(before)} ({_ms(before, 0.9)}) | {_ms(after)} ({_ms(after, 0.9)}) |"
+            f" {ratio} | {len(before)} / {len(after)} |"
+        )
+    lines += [
+        "",
+        "A comma's pause in Hearth's voice (\"Yes, the lights are on.\"):"
+        f" {comma_s * 1000:.0f} ms.",
+        "",
+        "The budget after the change: hands-free turns in this process through the daemon's"
+        " session and reply code (Piper commands), each step's end in ms after the end of"
+        " speech, from the worker pools' call times and the events. Median (p90).",
+        "",
+        "| step | ends at |",
+        "|---|---|",
+    ]
+    for name in ORDER:
+        if name in steps:
+            values = steps[name]
+            lines.append(f"| {name} | {_ms(values, scale=1)} ({_ms(values, 0.9, scale=1)}) |")
+    return "\n".join(lines)
+
+
+def comma_pause() -> float:
+    pcm = synthesize(("Yes, the lights are on.",))[0]
+    return longest_quiet_s(pcm)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", default="main", help="git revision to compare with")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--budget-runs", type=int, default=2)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    revision = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    piper = synthesize(COMMANDS + (LONG_COMMAND,))
+    speech = {f"piper {i}": trimmed(p) for i, p in enumerate(piper[:-1])}
+    speech["long"] = trimmed(piper[-1])
+    if shutil.which("espeak-ng"):
+        for voice in ESPEAK:
+            for i, text in enumerate(ESPEAK_COMMANDS):
+                speech[f"espeak {voice} {i}"] = trimmed(espeak(voice, text))
+    long = speech.pop("long")
+    comma_s = comma_pause()
+    with exported(args.before) as before, tempfile.TemporaryDirectory() as work:
+        with (
+            serving(before, Path(work) / "before", (21600, 21699)) as old,
+            serving(ROOT, Path(work) / "after", (21700, 21799)) as new,
+        ):
+            speech_all = dict(speech) | {"long": long}
+            samples = asyncio.run(measure({"before": old, "after": new}, speech_all, args.runs))
+    piper_only = [s for k, s in speech.items() if k.startswith("piper")]
+    steps = asyncio.run(budget(piper_only, args.budget_runs))
+    table = report(samples, steps, revision, args.runs, comma_s)
+    print(table)
+    if not args.no_write:
+        write_section("half-second", table)
+
+
+if __name__ == "__main__":
+    main()
