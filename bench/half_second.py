@@ -49,6 +49,7 @@ from bench.conversation_move import serving, synthesize  # noqa: E402
 from bench.one_door import exported  # noqa: E402
 from bench.results import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
+from daemon.engines.tts.text import FIRST_WORDS  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
 
@@ -120,9 +121,11 @@ async def webrtc_turn(client: RtcClient, speech: np.ndarray) -> dict[str, float]
     speech_end = began + (lead.size + speech.size) / RATE
     await client.speak(np.concatenate([lead, speech, np.zeros(int(2.5 * RATE), np.int16)]))
     deadline = time.monotonic() + WAIT_S
+    text = ""
     while time.monotonic() < deadline:
         message = await client.expect("reply", timeout=WAIT_S)
         if message["obj"].get("done"):
+            text = message["obj"].get("text", "")
             break
     await asyncio.sleep(1.5)  # the reply's last frames
     frames = [t for t in client.reply_frames_at if t > speech_end]
@@ -130,11 +133,37 @@ async def webrtc_turn(client: RtcClient, speech: np.ndarray) -> dict[str, float]
         return None
     pcm = np.frombuffer(resample_pcm(bytes(client.reply_pcm), client.reply_rate, RATE), np.int16)
     waits = np.diff(np.array(frames)) if len(frames) > 1 else np.zeros(1)
+    REPLIES.append((client.url, text, pcm))
     return {
         "first": frames[0] - speech_end,
         "quiet": longest_quiet_s(pcm),
         "frame_wait": float(waits.max()),
     }
+
+
+REPLIES: list[tuple[str, str, np.ndarray]] = []
+"""Every reply heard: the daemon's URL, its text and its audio (16 kHz)."""
+
+
+def reply_wer(daemons: dict[str, Daemon]) -> dict[str, float]:
+    """Each daemon's replies heard back by Whisper (tiny.en), against their own text."""
+    from faster_whisper import WhisperModel
+
+    from daemon.engines.models import embedded_whisper
+    from tests.helpers import word_error_rate
+
+    folder = embedded_whisper("tiny.en")
+    assert folder is not None
+    model = WhisperModel(str(folder), device="cpu", compute_type="int8")
+    out: dict[str, list[float]] = {}
+    for name, daemon in daemons.items():
+        for url, text, pcm in REPLIES:
+            if url != daemon.url or not text.strip():
+                continue
+            segments, _ = model.transcribe(pcm.astype(np.float32) / 32768, beam_size=1)
+            heard = " ".join(seg.text for seg in segments)
+            out.setdefault(name, []).append(word_error_rate(text, heard))
+    return {name: float(np.mean(v)) for name, v in out.items()}
 
 
 def sts_turn(daemon: Daemon, speech: np.ndarray) -> float | None:
@@ -260,17 +289,27 @@ async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], run
 # ---------------------------------------------------------------- the budget, in process
 
 
-async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, list[float]]:
-    """Each step's end in ms after the end of speech, from inside (this tree's code)."""
-    from daemon.audio.pcm import AudioFormat
+VARIANTS = ("a short first phrase", "the first sentence whole")
+"""The budget's configurations, taking turns utterance by utterance in one process."""
+
+
+def _variant(name: str) -> None:
+    """Switch the reply's first piece to one of :data:`VARIANTS`."""
+    from daemon.speech import pipeline
+
+    pipeline.FIRST_WORDS = None if name == VARIANTS[1] else FIRST_WORDS  # type: ignore[misc]
+
+
+async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, dict[str, list[float]]]:
+    """Each step's end in ms after the end of speech, from inside (this tree's code), for
+    each of :data:`VARIANTS`."""
     from daemon.config import parse_config
     from daemon.engines.hardware import probe
     from daemon.engines.tts.base import SynthesisOptions
     from daemon.runtime.loading import load_engines
-    from daemon.speech.events import FinalTranscript, ReplyChunk, SpeechAudio
     from daemon.speech.session import SessionOptions
 
-    steps: dict[str, list[float]] = {}
+    steps: dict[str, dict[str, list[float]]] = {v: {} for v in VARIANTS}
     with tempfile.TemporaryDirectory() as state:
         config = parse_config(
             f"state_dir: {state}\nllm:\n  temperature: 0.0\n  max_tokens: 24\n", "bench"
@@ -288,68 +327,87 @@ async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, list[floa
             pool.observer = observe
         for r in range(runs):
             for i, speech in enumerate(utterances):
-                calls.clear()
-                marks: dict[str, float] = {}
-                session = engines.new_session(
-                    options=SessionOptions(partials=False, hands_free=True)
-                )
-                replies = engines.pipeline.replies(
-                    f"budget{r}-{i}", True, SynthesisOptions(sample_rate=RATE)
-                )
-
-                async def listen(
-                    session: Any = session, replies: Any = replies, marks: Any = marks
-                ) -> None:
-                    async for event in session.events():
-                        await replies.observe(event)
-                        if isinstance(event, FinalTranscript) and event.text.strip():
-                            now = time.perf_counter()
-                            marks.setdefault("turn decided, the reply starts", now)
-                            async for out in replies.start(event).events():
-                                if isinstance(out, ReplyChunk):
-                                    marks.setdefault("the LLM's first token", time.perf_counter())
-                                if isinstance(out, SpeechAudio):
-                                    marks.setdefault("first reply audio", time.perf_counter())
-                            return
-
-                reader = asyncio.ensure_future(listen())
-                audio = np.concatenate(
-                    [
-                        np.zeros(int(0.3 * RATE), np.int16),
+                for variant in VARIANTS:
+                    _variant(variant)
+                    calls.clear()
+                    marks = await _budget_turn(
+                        engines,
                         speech,
-                        np.zeros(int(2.2 * RATE), np.int16),
-                    ]
-                )
-                session.start(AudioFormat(RATE, 2, 1))
-                step = int(RATE * 0.02)
-                began = time.perf_counter()
-                speech_end = began + 0.3 + len(speech) / RATE
-                for k in range(0, len(audio), step):
-                    await session.feed(audio[k : k + step].tobytes())
-                    await asyncio.sleep(max(0.0, began + (k + step) / RATE - time.perf_counter()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reader, 30)
-                await session.close()
-                await replies.close()
-                vad_end = session.endpointer.speech_end_s
-                after = [c for c in calls if c[1] > speech_end - 0.05]
-                decodes = [c for c in after if c[0] == "asr"]
-                checks = [c for c in after if c[0] == "turn"]
-                voices = [c for c in after if c[0] == "tts"]
-                if decodes:
-                    marks["the speculative decode starts"] = decodes[-1][1]
-                    marks["the speculative decode ends"] = decodes[-1][2]
-                if checks:
-                    marks["the turn check starts"] = checks[-1][1]
-                    marks["the turn check ends"] = checks[-1][2]
-                if voices:
-                    marks["the first phrase goes to the voice"] = voices[0][1]
-                if vad_end is not None:
-                    marks["the VAD's last speech frame"] = began + vad_end
-                for name, at in marks.items():
-                    steps.setdefault(name, []).append((at - speech_end) * 1000)
+                        f"budget{r}-{i}-{variant}",
+                        SessionOptions,
+                        SynthesisOptions,
+                    )
+                    _marks_from_calls(marks, calls)
+                    for name, at in marks.items():
+                        steps[variant].setdefault(name, []).append(at * 1000)
+        _variant(VARIANTS[0])
         engines.close()
     return steps
+
+
+async def _budget_turn(
+    engines: Any, speech: np.ndarray, conversation: str, session_options: Any, synthesis: Any
+) -> dict[str, float]:
+    """One hands-free turn at real time: each step's time, relative to the end of speech
+    (the pools' calls are added by :func:`_marks_from_calls`)."""
+    from daemon.audio.pcm import AudioFormat
+    from daemon.speech.events import FinalTranscript, ReplyChunk, SpeechAudio
+
+    marks: dict[str, float] = {}
+    session = engines.new_session(options=session_options(partials=False, hands_free=True))
+    replies = engines.pipeline.replies(conversation, True, synthesis(sample_rate=RATE))
+
+    async def listen() -> None:
+        async for event in session.events():
+            await replies.observe(event)
+            if isinstance(event, FinalTranscript) and event.text.strip():
+                marks.setdefault("turn decided, the reply starts", time.perf_counter())
+                async for out in replies.start(event).events():
+                    if isinstance(out, ReplyChunk):
+                        marks.setdefault("the LLM's first token", time.perf_counter())
+                    if isinstance(out, SpeechAudio):
+                        marks.setdefault("first reply audio", time.perf_counter())
+                return
+
+    reader = asyncio.ensure_future(listen())
+    lead, tail = np.zeros(int(0.3 * RATE), np.int16), np.zeros(int(2.2 * RATE), np.int16)
+    audio = np.concatenate([lead, speech, tail])
+    session.start(AudioFormat(RATE, 2, 1))
+    step = int(RATE * 0.02)
+    began = time.perf_counter()
+    speech_end = began + 0.3 + len(speech) / RATE
+    for k in range(0, len(audio), step):
+        await session.feed(audio[k : k + step].tobytes())
+        await asyncio.sleep(max(0.0, began + (k + step) / RATE - time.perf_counter()))
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(reader, 30)
+    await session.close()
+    await replies.close()
+    if session.endpointer.speech_end_s is not None:
+        marks["the VAD's last speech frame"] = began + session.endpointer.speech_end_s
+    marks["_end"] = speech_end
+    return marks
+
+
+def _marks_from_calls(marks: dict[str, float], calls: list[tuple[str, float, float]]) -> None:
+    """Add the worker pools' calls after the end of speech to ``marks``, then make every
+    mark relative to the end of speech (seconds)."""
+    speech_end = marks.pop("_end")
+    after = [c for c in calls if c[1] > speech_end - 0.05]
+    decodes = [c for c in after if c[0] == "asr"]
+    checks = [c for c in after if c[0] == "turn"]
+    voices = [c for c in after if c[0] == "tts"]
+    if decodes:
+        marks["the speculative decode starts"] = decodes[-1][1]
+        marks["the speculative decode ends"] = decodes[-1][2]
+    if checks:
+        marks["the turn check starts"] = checks[-1][1]
+        marks["the turn check ends"] = checks[-1][2]
+    if voices:
+        marks["the first phrase goes to the voice"] = voices[0][1]
+        marks["the first phrase is synthesized"] = voices[0][2]
+    for name in list(marks):
+        marks[name] -= speech_end
 
 
 ORDER = (
@@ -361,6 +419,7 @@ ORDER = (
     "turn decided, the reply starts",
     "the LLM's first token",
     "the first phrase goes to the voice",
+    "the first phrase is synthesized",
     "first reply audio",
 )
 
@@ -376,7 +435,12 @@ def _ms(values: list[float], q: float | None = None, scale: float = 1000) -> str
 
 
 def report(
-    samples: Samples, steps: dict[str, list[float]], revision: str, runs: int, comma_s: float
+    samples: Samples,
+    steps: dict[str, dict[str, list[float]]],
+    revision: str,
+    runs: int,
+    comma_s: float,
+    heard: dict[str, float],
 ) -> str:
     names = ("before", "after")
     lines = [
@@ -419,6 +483,12 @@ def report(
             f"| {title} | {_ms(before)} ({_ms(before, 0.9)}) | {_ms(after)} ({_ms(after, 0.9)}) |"
             f" {ratio} | {len(before)} / {len(after)} |"
         )
+    if heard:
+        was, now = heard.get("before", float("nan")), heard.get("after", float("nan"))
+        lines.append(
+            "| reply audio heard back by Whisper (tiny.en) against the reply's text: word error"
+            f" rate | {was:.1%} | {now:.1%} | - | - |"
+        )
     lines += [
         "",
         "A comma's pause in Hearth's voice (\"Yes, the lights are on.\"):"
@@ -426,15 +496,19 @@ def report(
         "",
         "The budget after the change: hands-free turns in this process through the daemon's"
         " session and reply code (Piper commands), each step's end in ms after the end of"
-        " speech, from the worker pools' call times and the events. Median (p90).",
+        " speech, from the worker pools' call times and the events; the reply's first piece a"
+        " short phrase (the change) or the first sentence whole, taking turns utterance by"
+        " utterance. Median (p90).",
         "",
-        "| step | ends at |",
-        "|---|---|",
+        "| step | " + " | ".join(VARIANTS) + " |",
+        "|---|" + "---|" * len(VARIANTS),
     ]
     for name in ORDER:
-        if name in steps:
-            values = steps[name]
-            lines.append(f"| {name} | {_ms(values, scale=1)} ({_ms(values, 0.9, scale=1)}) |")
+        cells = []
+        for variant in VARIANTS:
+            values = steps.get(variant, {}).get(name, [])
+            cells.append(f"{_ms(values, scale=1)} ({_ms(values, 0.9, scale=1)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -449,6 +523,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--budget-runs", type=int, default=2)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--budget-only", action="store_true", help="only the in-process budget")
     args = parser.parse_args()
     revision = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
@@ -465,16 +540,22 @@ def main() -> None:
                 speech[f"espeak {voice} {i}"] = trimmed(espeak(voice, text))
     long = speech.pop("long")
     comma_s = comma_pause()
+    piper_only = [s for k, s in speech.items() if k.startswith("piper")]
+    if args.budget_only:
+        steps = asyncio.run(budget(piper_only, args.budget_runs))
+        print(report({}, steps, revision, 0, comma_s, {}))
+        return
     with exported(args.before) as before, tempfile.TemporaryDirectory() as work:
         with (
             serving(before, Path(work) / "before", (21600, 21699)) as old,
             serving(ROOT, Path(work) / "after", (21700, 21799)) as new,
         ):
             speech_all = dict(speech) | {"long": long}
-            samples = asyncio.run(measure({"before": old, "after": new}, speech_all, args.runs))
-    piper_only = [s for k, s in speech.items() if k.startswith("piper")]
+            daemons = {"before": old, "after": new}
+            samples = asyncio.run(measure(daemons, speech_all, args.runs))
+            heard = reply_wer(daemons)
     steps = asyncio.run(budget(piper_only, args.budget_runs))
-    table = report(samples, steps, revision, args.runs, comma_s)
+    table = report(samples, steps, revision, args.runs, comma_s, heard)
     print(table)
     if not args.no_write:
         write_section("half-second", table)

@@ -14,7 +14,6 @@ from typing import TypeVar
 
 from daemon.config import Config
 from daemon.engines.asr.base import AsrModel
-from daemon.engines.cores import CoreShare, available_cores
 from daemon.engines.hardware import HardwareReport
 from daemon.engines.llm.base import LlmEngine, Sampling
 from daemon.engines.tts.base import TtsEngine
@@ -77,9 +76,6 @@ class Engines:
         self.wake_pool = WorkerPool("wake", config.wake.workers, config.wake.max_streams * 4)
         self.turn_pool = WorkerPool("turn", 1, limits.max_queue * 8)
         self.speaker_pool = WorkerPool("speaker", 1, limits.max_queue)
-        others = (self.asr_pool, self.tts_pool, self.turn_pool, self.speaker_pool)
-        self.cores = CoreShare(available_cores(), others, base=config.llm.threads or None)
-        """The cores the LLM shares with the other engines (its threads, holds)."""
         self.speakers: SpeakerService | None = None
         """Speaker verification (None when speakers.enabled is false or it cannot load)."""
         self.turn: TurnModel | None = None
@@ -190,7 +186,7 @@ class Engines:
 
     def _assemble_pipeline(self) -> None:
         if self.tts is not None and self.chat is not None:
-            self.pipeline = SpeechPipeline(self.chat, self.tts, self.cores)
+            self.pipeline = SpeechPipeline(self.chat, self.tts)
 
     def describe(self) -> list[dict[str, object]]:
         """Engine status as plain data (for /healthz and ``hearth check --json``)."""

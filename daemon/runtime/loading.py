@@ -377,7 +377,6 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
             name=EMBEDDED_LLM_NAME if not config.llm.model else None,
             prompt_cache=config.llm.prompt_cache,
             cache_dir=config.llm_cache_path if config.llm.prompt_cache else None,
-            cores=engines.cores if p.device == "cpu" else None,
         )
 
     return _load_with_fallback(engines, placement, path, load)

@@ -27,7 +27,6 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import replace
 
-from daemon.engines.cores import CoreShare
 from daemon.engines.llm.base import Reply
 from daemon.engines.llm.toolcalls import new_call_id
 from daemon.engines.tts.base import SynthesisOptions
@@ -61,12 +60,9 @@ MAX_REPLY_EVENTS = 64
 class SpeechPipeline:
     """Runs speech or text through the LLM and, optionally, out as speech."""
 
-    def __init__(self, chat: ChatService, tts: TtsService, cores: CoreShare | None = None) -> None:
+    def __init__(self, chat: ChatService, tts: TtsService) -> None:
         self.chat = chat
         self.tts = tts
-        self.cores = cores
-        """The cores shared with the LLM: it waits while a reply's first phrase is
-        synthesized (None: it never waits)."""
 
     def start(
         self,
@@ -140,7 +136,6 @@ class _Reply:
         """The client's own instructions and limits the reply is written under."""
         self._chat = pipeline.chat
         self._tts = pipeline.tts
-        self._cores = pipeline.cores
         self._conversation_id = conversation_id
         self._tts_options = tts_options
         self._out: asyncio.Queue[object] = asyncio.Queue(MAX_REPLY_EVENTS)
@@ -149,10 +144,7 @@ class _Reply:
     async def _produce(self, speak: bool) -> None:
         voice = None
         if speak:
-            hold = None if self._cores is None else self._cores.hold
-            voice = SentenceSpeaker(
-                self._tts, self._tts_options, first_words=FIRST_WORDS, first_hold=hold
-            )
+            voice = SentenceSpeaker(self._tts, self._tts_options, first_words=FIRST_WORDS)
         await self._out.put(ReplyStarted(self._conversation_id))
         try:
             # A TaskGroup cancels the other stage when one fails, so a TTS error

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.engines.tts.service import TtsService
@@ -39,7 +39,6 @@ class SentenceSpeaker:
         *,
         first_clause_chars: int = 0,
         first_words: tuple[int, int] | None = None,
-        first_hold: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
         max_waiting: int = MAX_WAITING,
         max_chars: int | None = None,
         cached: bool = False,
@@ -52,8 +51,6 @@ class SentenceSpeaker:
             first_clause_chars: the first sentence may end at a clause this long.
             first_words: the first piece is this many words (fewest, most), at a
                 natural break where one comes (instead of ``first_clause_chars``).
-            first_hold: entered while the first piece is synthesized (the LLM that
-                writes the text waits meanwhile: the first audio comes sooner).
             max_waiting: sentences that may wait for the voice.
             max_chars: the most text that may be written (TextTooLong past it).
             cached: speak through the TTS cache (a client's text, often repeated).
@@ -62,7 +59,6 @@ class SentenceSpeaker:
         self._tts = tts
         self._options = options
         self._cached = cached
-        self._first_hold = first_hold
         self._splitter = SentenceSplitter(
             first_clause_chars=first_clause_chars, first_words=first_words
         )
@@ -135,11 +131,7 @@ class SentenceSpeaker:
                 while True:
                     async with self._bound():
                         try:
-                            if index == 0 and not spoke and self._first_hold is not None:
-                                with self._first_hold():
-                                    block = await anext(speech)
-                            else:
-                                block = await anext(speech)
+                            block = await anext(speech)
                         except StopAsyncIteration:
                             break
                     spoke = True

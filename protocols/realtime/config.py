@@ -109,14 +109,9 @@ class SessionConfig:
         return "audio" in self.output_modalities
 
     def chat_options(self, system_items: list[str], configured: str = "") -> ChatOptions:
-        """The replies' instructions and limits; system messages the client added to the
-        conversation follow the instructions (``configured``: Hearth's own prompt, used
-        when the session sets none)."""
-        notes = "\n\n".join(system_items)
-        instructions = self.instructions
-        if notes:
-            base = configured if instructions is None else instructions
-            instructions = f"{base}\n\n{notes}" if base else notes
+        """The replies' instructions and limits (``configured``: Hearth's own prompt);
+        see :func:`reply_instructions`."""
+        instructions = reply_instructions(self.instructions, system_items, configured, self.speaks)
         return ChatOptions(instructions, self.temperature, self.max_output_tokens)
 
     def transcribe_options(self) -> TranscribeOptions:
@@ -136,6 +131,32 @@ class SessionConfig:
             self.speaks,
             self.output_format.rate,
         )
+
+
+def reply_instructions(
+    instructions: str | None, system_items: list[str], configured: str, speaks: bool
+) -> str | None:
+    """A reply's system prompt (None: Hearth's configured one, ``configured``).
+
+    A spoken reply keeps the configured prompt (``llm.system_prompt``) first, as every
+    other spoken path has it: it says how to answer for the voice (short, plain words),
+    and a local model's state of it, evaluated at load, is then the start of the prompt,
+    so only the client's words after it are evaluated. The client's ``instructions``
+    follow it; ones that already start with it (a client sending back what
+    ``session.created`` showed) are used as they are, and empty ones leave it alone. A
+    text reply has the client's instructions alone, as OpenAI's API does. System
+    messages the client added to the conversation follow either.
+    """
+    if speaks and instructions is not None:
+        if not instructions.strip():
+            instructions = None
+        elif configured and not instructions.startswith(configured):
+            instructions = f"{configured}\n\n{instructions}"
+    notes = "\n\n".join(system_items)
+    if notes:
+        base = configured if instructions is None else instructions
+        instructions = f"{base}\n\n{notes}" if base else notes
+    return instructions
 
 
 @dataclass(frozen=True)

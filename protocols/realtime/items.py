@@ -85,6 +85,7 @@ async def _system(session: SessionState, item_id: str, text: str, audio: bytes |
         facade.check_chat_options(chat)
     session.system_items = notes
     session.conversation.chat_options = chat
+    session.prime(chat)
     previous = session.book.last_item
     session.book.remember(item_id, "system")
     body = message_item(item_id, "system", "completed", [{"type": "input_text", "text": text}])
@@ -225,7 +226,7 @@ def response_request(session: SessionState, given: object) -> Request:
     limits: dict[str, Any] = {"max_tokens": tokens}
     if given.get("temperature") is not None:
         limits["temperature"] = cfg.number(given["temperature"], "response.temperature", 0, 2)
-    chat = session.chat_options(instructions, **limits)
+    chat = session.chat_options(instructions, speaks, **limits)
     facade = session.hearth()
     if facade.chats:
         facade.check_chat_options(chat)

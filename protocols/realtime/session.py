@@ -183,6 +183,7 @@ class RealtimeSession(SessionState):
         if rehear:
             await self.conversation.mute()  # the next audio is heard the new way
         self.conversation.chat_options = chat
+        self.prime(chat)
         await self.send(event("session.updated", session=self._rendered()))
 
     async def _append(self, data: dict[str, Any], client_event: str | None) -> None:

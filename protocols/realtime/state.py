@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from daemon.engines.llm.base import ChatOptions, ToolSet
 from daemon.engines.tts.base import SynthesisOptions
-from daemon.errors import RequestTimeout
+from daemon.errors import HearthError, RequestTimeout
 from daemon.ops.stream import EventStream
 from daemon.ops.tasks import OwnedTasks
 from daemon.runtime.facade import Hearth
@@ -28,8 +30,15 @@ from protocols.realtime.objects import Response, ToolTurns
 from protocols.realtime.responses import Book
 from protocols.realtime.wire import Event, new_id
 
+_LOGGER = logging.getLogger(__name__)
 MAX_OUTBOX = 256
 """Server events not yet written to a slow client; then the session waits for it."""
+PRIME_QUESTION = "Hello."
+"""The user turn of a priming completion (its system turn is what is kept)."""
+PRIMED_KEPT = 4
+"""System prompts remembered as primed (a local model keeps about as many states)."""
+_primed: OrderedDict[str, None] = OrderedDict()
+"""The sessions' own system prompts the LLM has evaluated lately, newest last."""
 
 
 class SessionState:
@@ -121,6 +130,35 @@ class SessionState:
         self._deadline(response)
         return response
 
+    def prime(self, chat: ChatOptions) -> None:
+        """Have the LLM evaluate the system turn of ``chat``'s own instructions now, in
+        the background: a local model keeps that state, so the session's first reply
+        (and a later session's with the same instructions) evaluates only its own turn.
+
+        Hearth's configured prompt is evaluated at load; the same instructions seen
+        lately are not asked for again. One reply token through the core's usual
+        completion: nothing here knows how the model keeps what it evaluated.
+        """
+        prompt = chat.instructions
+        facade = self.hearth()
+        if prompt is None or prompt in _primed or not facade.chats:
+            return
+        if prompt == facade.config.llm.system_prompt:  # evaluated at load
+            return
+        _primed[prompt] = None
+        while len(_primed) > PRIMED_KEPT:
+            _primed.popitem(last=False)
+        self.spawn(self._prime(facade, prompt), "prime")
+
+    async def _prime(self, facade: Hearth, prompt: str) -> None:
+        try:
+            messages = await facade.chat_messages("", PRIME_QUESTION, prompt)
+            async for _ in facade.complete(messages, max_tokens=1):
+                pass
+        except HearthError as exc:  # the first reply evaluates the prompt instead
+            _primed.pop(prompt, None)
+            _LOGGER.debug("[%s] the instructions were not prepared: %s", self.id, exc.message)
+
     # ---------------------------------------------------------------- settings
 
     def asr_model(self, config: cfg.SessionConfig) -> str | None:
@@ -137,11 +175,22 @@ class SessionState:
             voice, self.voice_aliases, speed=config.speed, sample_rate=config.output_format.rate
         )
 
-    def chat_options(self, instructions: str | None = None, **limits: Any) -> ChatOptions:
-        """The session's instructions and limits, with a response's own over them."""
-        base = self.config.chat_options(self.system_items, self.defaults().instructions)
+    def chat_options(
+        self, instructions: str | None = None, speaks: bool | None = None, **limits: Any
+    ) -> ChatOptions:
+        """The session's instructions and limits, with a response's own over them
+        (``speaks``: whether the reply is spoken; None: as the session says)."""
+        configured = self.defaults().instructions
+        speaks = self.config.speaks if speaks is None else speaks
+        base = self.config.chat_options(self.system_items, configured)
+        config = self.config
+        own = (
+            cfg.reply_instructions(config.instructions, self.system_items, configured, speaks)
+            if instructions is None
+            else cfg.reply_instructions(instructions, [], configured, speaks)
+        )
         return ChatOptions(
-            base.instructions if instructions is None else instructions,
+            own,
             limits.get("temperature", base.temperature),
             limits.get("max_tokens", base.max_tokens),
         )

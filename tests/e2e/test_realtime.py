@@ -112,8 +112,12 @@ async def test_barge_in_stops_the_reply_and_says_how_much_was_played(client, spe
     async with client.realtime.connect(model="gpt-realtime") as conn:
         seen: list[Any] = []
         await until(conn, "session.created", seen)
+        # Spoken replies keep Hearth's prompt (one or two short sentences) first: the
+        # long reply a barge-in needs is spelled out, not asked for.
         instructions = (
-            "Whatever you are asked, count slowly from one to thirty in words, separated by commas."
+            "You count. Your answer is always: one, two, three, four, five, six, seven, "
+            "eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, "
+            "seventeen, eighteen, nineteen, twenty."
         )
         await conn.session.update(session={"type": "realtime", "instructions": instructions})
         await until(conn, "session.updated", seen)

@@ -139,8 +139,12 @@ async def test_a_spoken_conversation_over_webrtc(call, engines, speak):
 
 async def test_barge_in_clears_the_track(call, speak):
     await call.until("session.created")
+    # Spoken replies keep Hearth's prompt (one or two short sentences) first: the
+    # long reply a barge-in needs is spelled out, not asked for.
     instructions = (
-        "Whatever you are asked, count slowly from one to thirty in words, separated by commas."
+        "You count. Your answer is always: one, two, three, four, five, six, seven, "
+        "eight, nine, ten, eleven, twelve, thirteen, fourteen, fifteen, sixteen, "
+        "seventeen, eighteen, nineteen, twenty."
     )
     call.event("session.update", session={"type": "realtime", "instructions": instructions})
     await call.until("session.updated")

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from daemon.engines.cores import CoreShare
 from daemon.engines.llm.base import (
     ChatMessage,
     LlmEngine,
@@ -50,10 +49,6 @@ class LocalLlm(LlmEngine):
 
     states: PromptStates | None = None
     """Saved system-turn states (None: the model cannot use them)."""
-    cores: CoreShare | None = None
-    """The cores shared with the other engines (None: llama.cpp's own thread count)."""
-    _fixed_threads: int | None = None
-    _threads_now = 0
 
     def __init__(
         self,
@@ -65,17 +60,14 @@ class LocalLlm(LlmEngine):
         name: str | None = None,
         prompt_cache: bool = True,
         cache_dir: Path | None = None,
-        cores: CoreShare | None = None,
     ) -> None:
         """Load the model.
 
         Args:
-            threads: threads to generate with (0: as many as ``cores`` leaves free).
+            threads: threads to generate with (0: llama.cpp's choice, half the cores).
             prompt_cache: keep the evaluated state of system prompts (in memory).
             cache_dir: with ``prompt_cache``, also keep those states in this folder, so
                 that a new process starts warm.
-            cores: the machine's cores shared with the other engines: how many threads
-                each step may use, and when a reply's first phrase holds generation.
         """
         import llama_cpp
         from llama_cpp import Llama
@@ -86,8 +78,6 @@ class LocalLlm(LlmEngine):
         self.context_tokens = context_tokens
         self.device = "cuda" if gpu_layers else "cpu"
         self._lock = threading.Lock()
-        self.cores = cores
-        self._fixed_threads = threads or None
         self._llama = Llama(
             model_path=str(path),
             n_ctx=context_tokens,
@@ -104,28 +94,6 @@ class LocalLlm(LlmEngine):
             identity = model_identity(path, context_tokens, llama_cpp.__version__)
             cache = PromptCache(identity, cache_dir) if prompt_cache else None
             self.states = PromptStates(self._llama, self._template, cache)
-
-    def _steps(self, stream: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """``stream``'s chunks, each step paced by the shared cores (in the worker)."""
-        while True:
-            self._pace()
-            try:
-                yield next(stream)
-            except StopIteration:
-                return
-
-    def _pace(self) -> None:
-        """Before a step: wait out a hold, and take the threads the cores leave free."""
-        cores = self.cores
-        if cores is None:
-            return
-        cores.wait_turn()
-        threads = self._fixed_threads or cores.llm_threads()
-        if threads != self._threads_now:
-            import llama_cpp
-
-            llama_cpp.llama_set_n_threads(self._llama.ctx, threads, threads)
-            self._threads_now = threads
 
     def count_tokens(self, messages: list[ChatMessage]) -> int:
         """Exact token count with the model's tokenizer, plus template overhead (blocking)."""
@@ -176,7 +144,7 @@ class LocalLlm(LlmEngine):
                     max_tokens=sampling.max_tokens,
                     repeat_penalty=sampling.repeat_penalty,
                 )
-                for chunk in self._steps(cast(Iterator[dict[str, Any]], stream)):
+                for chunk in cast(Iterator[dict[str, Any]], stream):
                     piece = chunk["choices"][0]["delta"].get("content")
                     if piece:
                         yield str(piece)
@@ -283,7 +251,7 @@ class LocalLlm(LlmEngine):
                     stop=template.stop,
                     grammar=grammar,
                 )
-                for chunk in self._steps(cast(Iterator[dict[str, Any]], stream)):
+                for chunk in cast(Iterator[dict[str, Any]], stream):
                     piece = chunk["choices"][0]["text"]
                     if piece:
                         yield str(piece)

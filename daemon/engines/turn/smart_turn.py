@@ -9,18 +9,26 @@ The file is int8 (QDQ), and ONNX Runtime's integer kernels answer differently on
 different CPUs (0.37 or 0.91 for the same clip on AVX-512 VNNI and AVX2), so the
 graph is run as the float32 model it encodes (:mod:`daemon.engines.turn.qdq`):
 the same weights, float arithmetic, one answer on every x86 CPU. See
-bench/RESULTS.md ("Turn-taking") for what that costs per check.
+bench/RESULTS.md ("Turn-taking") for what that costs per check. Two rewrites make
+that float32 graph cheaper without moving its answers: the convolutional stem runs
+once over the padding in front of a short clip (:mod:`daemon.engines.turn.padding`)
+and the GELUs run as one operator each (:mod:`daemon.engines.turn.gelu`);
+``bench/turn_speed.py`` times it against the whole window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from daemon.engines.turn.base import TurnModel, TurnPrediction
 from daemon.engines.turn.features import HOP, N_MELS, RATE, log_mel
-from daemon.engines.turn.qdq import float_model_bytes
+from daemon.engines.turn.gelu import fuse_gelu
+from daemon.engines.turn.padding import POSITIONS, skip_padding, trim
+from daemon.engines.turn.qdq import dequantize
 from daemon.errors import ModelUnavailable
 
 WINDOW_S = 8.0
@@ -37,6 +45,19 @@ def window(audio: np.ndarray, samples: int) -> np.ndarray:
     if len(x) >= samples:
         return x[len(x) - samples :]
     return np.concatenate([np.zeros(samples - len(x), dtype=np.float32), x])
+
+
+def _check_inputs(path: Path, inputs: Sequence[Any]) -> None:
+    """Raise unless ``inputs`` (ONNX value infos or ONNX Runtime's) are Smart Turn v3's."""
+    shapes = []
+    for i in inputs:
+        dims = getattr(i, "shape", None)
+        if dims is None:
+            dims = [d.dim_value or d.dim_param for d in i.type.tensor_type.shape.dim]
+        shapes.append((i.name, list(dims)))
+    if [name for name, _ in shapes] != [INPUT] or shapes[0][1][1:] != [N_MELS, FRAMES]:
+        listed = ", ".join(f"{name}{dims}" for name, dims in shapes)
+        raise ModelUnavailable(f"{path} is not a Smart Turn v3 model (inputs: {listed})")
 
 
 class SmartTurn(TurnModel):
@@ -68,19 +89,30 @@ class SmartTurn(TurnModel):
         self.path = path
         self.threshold = threshold
         self.exact = exact
-        model: str | bytes = float_model_bytes(path.read_bytes()) if exact else str(path)
+        model: str | bytes = str(path)
+        self.skips_padding = False
+        if exact:
+            import onnx
+
+            proto = dequantize(onnx.load_from_string(path.read_bytes()))
+            _check_inputs(path, proto.graph.input)
+            self.skips_padding = skip_padding(proto, INPUT, FRAMES // 2)
+            fuse_gelu(proto)
+            model = proto.SerializeToString()
         self.session = onnxruntime.InferenceSession(
             model, sess_options=opts, providers=["CPUExecutionProvider"]
         )
-        inputs = self.session.get_inputs()
-        if [i.name for i in inputs] != [INPUT] or list(inputs[0].shape[1:]) != [N_MELS, FRAMES]:
-            shapes = ", ".join(f"{i.name}{i.shape}" for i in inputs)
-            raise ModelUnavailable(f"{path} is not a Smart Turn v3 model (inputs: {shapes})")
+        if not self.skips_padding:
+            _check_inputs(path, self.session.get_inputs())
 
     def probability(self, audio: np.ndarray) -> float:
         """The model's probability that ``audio`` (16 kHz, ending now) ends a turn."""
         features = log_mel(window(audio, SAMPLES))
-        (out,) = self.session.run(None, {INPUT: features[None]})
+        feeds = {INPUT: features[None]}
+        if self.skips_padding:
+            frames, positions = trim(features)
+            feeds = {INPUT: frames[None], POSITIONS: positions}
+        (out,) = self.session.run(None, feeds)
         return float(np.asarray(out).reshape(-1)[0])
 
     def predict(self, audio: np.ndarray) -> TurnPrediction:

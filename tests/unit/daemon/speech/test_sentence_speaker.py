@@ -78,37 +78,3 @@ async def test_every_sentence_is_spoken_in_order_and_silent_ones_are_skipped(
     # The first sentence ends at a clause (earlier audio); the emoji says nothing.
     assert heard == {0: "The kitchen lights", 1: "as you asked, are on now.", 2: "Bye now."}
     fakes.close()
-
-
-class CountingTts:
-    """Each sentence is one block of silence; notes whether a hold was on as it spoke."""
-
-    def __init__(self) -> None:
-        self.held: list[bool] = []
-        self.holding = False
-
-    async def stream(self, text: str, options: Any) -> AsyncIterator[SentenceAudio]:
-        self.held.append(self.holding)
-        yield SentenceAudio(b"\x00\x00" * 160, 16000, text)
-
-
-async def test_only_the_first_phrase_is_synthesized_under_the_hold() -> None:
-    from contextlib import contextmanager
-
-    tts = CountingTts()
-
-    @contextmanager
-    def hold() -> Any:
-        tts.holding = True
-        try:
-            yield
-        finally:
-            tts.holding = False
-
-    voice = SentenceSpeaker(tts, SynthesisOptions(), first_words=(3, 5), first_hold=hold)  # type: ignore[arg-type]
-    for word in "Okay, I've set a timer for ten minutes. It will ring in the kitchen.".split():
-        await voice.write(f"{word} ")  # as an LLM writes it
-    voice.end()
-    spoken = [block.sentence async for _, block in voice.audio() if block is not None]
-    assert spoken == ["Okay, I've set a timer", "for ten minutes.", "It will ring in the kitchen."]
-    assert tts.held == [True, False, False]

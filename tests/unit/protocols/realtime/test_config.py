@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from daemon.runtime.profiles import Profile, Sensitivity
 from protocols.realtime.audio import PCM, PCMA, PCMU
-from protocols.realtime.config import Defaults, SessionConfig, render, updated
+from protocols.realtime.config import (
+    Defaults,
+    SessionConfig,
+    render,
+    reply_instructions,
+    updated,
+)
 from protocols.realtime.wire import Refused, beta_event, error
 
 DEFAULTS = Defaults("Be helpful.", "en_US-joe-medium", "tiny.en", 700, 120)
@@ -111,10 +119,30 @@ def test_system_items_follow_the_instructions():
     mine = SessionConfig(instructions="Mine.", temperature=0.5, max_output_tokens=9)
     options = mine.chat_options(["Note."], "Be helpful.")
     assert (options.instructions, options.temperature, options.max_tokens) == (
-        "Mine.\n\nNote.",
+        "Be helpful.\n\nMine.\n\nNote.",
         0.5,
         9,
     )
+    written = replace(mine, output_modalities=("text",))
+    assert written.chat_options(["Note."], "Be helpful.").instructions == "Mine.\n\nNote."
+
+
+def test_spoken_replies_keep_the_configured_prompt_before_the_clients():
+    configured = "Answer briefly, for the voice."
+    # Spoken: the configured prompt first (its evaluated state is the prompt's start).
+    assert reply_instructions("Be a pirate.", [], configured, True) == (
+        "Answer briefly, for the voice.\n\nBe a pirate."
+    )
+    # Written: the client's instructions alone, as OpenAI's API has them.
+    assert reply_instructions("Be a pirate.", [], configured, False) == "Be a pirate."
+    # A client sending back the instructions it was shown gets them once.
+    shown = f"{configured} Be a pirate."
+    assert reply_instructions(shown, [], configured, True) == shown
+    # None or empty: the configured prompt (None), then the system messages.
+    assert reply_instructions(None, [], configured, True) is None
+    assert reply_instructions(" ", [], configured, True) is None
+    assert reply_instructions("", [], configured, False) == ""
+    assert reply_instructions(None, ["Note."], configured, True) == f"{configured}\n\nNote."
 
 
 def test_errors_have_openais_shape_and_beta_names():

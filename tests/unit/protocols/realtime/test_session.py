@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from daemon.engines.llm.base import ChatMessage, Sampling
+from protocols.realtime import state
 from protocols.realtime.audio import PCMU
+from protocols.realtime.state import PRIME_QUESTION
 from tests.fakes import KITCHEN, FakeLlm, silence, tone, utterance
 from tests.unit.protocols.realtime.conftest import (
     RATE,
@@ -49,6 +51,14 @@ RESPONSE_TAIL = [
     "conversation.item.done",
     "response.done",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_primed():
+    """Each test starts with no instructions remembered as prepared."""
+    state._primed.clear()
+    yield
+    state._primed.clear()
 
 
 class SamplingLlm(FakeLlm):
@@ -119,7 +129,11 @@ async def test_session_update_reads_the_ga_shape_and_writes_back_what_holds(clie
     assert session["audio"]["input"]["turn_detection"]["eagerness"] == "high"
     assert session["audio"]["output"]["voice"] == "marin"
     assert session["max_output_tokens"] == 40
-    assert client.session.conversation.chat_options.instructions == "Speak like a pirate."
+    # Spoken replies keep Hearth's prompt first; the client's instructions follow it.
+    configured = client.session.defaults().instructions
+    assert configured
+    instructions = client.session.conversation.chat_options.instructions
+    assert instructions == f"{configured}\n\nSpeak like a pirate."
 
 
 async def test_session_update_reads_the_beta_shape(client: Client):
@@ -233,10 +247,41 @@ async def test_the_session_instructions_and_limits_reach_the_llm(tmp_path: Path)
         await client.until("session.updated")
         client.append(utterance(220.0, rate=RATE))
         await client.until("response.done")
-        assert llm.prompts[-1][0] == ChatMessage("system", "Be brief.")
+        configured = client.session.defaults().instructions
+        system = ChatMessage("system", f"{configured}\n\nBe brief.")
+        assert llm.prompts[-1][0] == system
         assert (llm.samplings[-1].max_tokens, llm.samplings[-1].temperature) == (12, 0.9)
+        # The system turn was evaluated as the session was set, before the first reply.
+        assert llm.prompts[0] == [system, ChatMessage("user", PRIME_QUESTION)]
+        assert llm.samplings[0].max_tokens == 1
     finally:
         await close(client, task)
+
+
+async def test_a_sessions_instructions_are_prepared_once(tmp_path: Path):
+    llm = SamplingLlm()
+    session = {"type": "realtime", "instructions": "Answer as a butler."}
+    for _ in range(2):  # a fresh session per command, the same instructions
+        client, task = await open_client(tmp_path, llm=llm)
+        try:
+            await client.next()
+            client.send("session.update", session=session)
+            await client.until("session.updated")
+            await asyncio.sleep(0.05)
+        finally:
+            await close(client, task)
+    primes = [p for p in llm.prompts if p[-1] == ChatMessage("user", PRIME_QUESTION)]
+    assert len(primes) == 1 and primes[0][0].content.endswith("\n\nAnswer as a butler.")
+    # Hearth's own prompt is evaluated at load: nothing to prepare without instructions.
+    client, task = await open_client(tmp_path, llm=llm)
+    try:
+        await client.next()
+        client.send("session.update", session={"type": "realtime", "temperature": 0.7})
+        await client.until("session.updated")
+        await asyncio.sleep(0.05)
+    finally:
+        await close(client, task)
+    assert len([p for p in llm.prompts if p[-1].content == PRIME_QUESTION]) == 1
 
 
 async def test_client_committed_turns_wait_for_response_create(client: Client):
