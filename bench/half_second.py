@@ -300,9 +300,12 @@ def _variant(name: str) -> None:
     pipeline.FIRST_WORDS = None if name == VARIANTS[1] else FIRST_WORDS  # type: ignore[misc]
 
 
-async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, dict[str, list[float]]]:
+async def budget(
+    utterances: list[np.ndarray], runs: int, history: bool = False
+) -> dict[str, dict[str, list[float]]]:
     """Each step's end in ms after the end of speech, from inside (this tree's code), for
-    each of :data:`VARIANTS`."""
+    each of :data:`VARIANTS`; with ``history`` each variant's turns are one conversation
+    (as a WebRTC client's are), else each turn starts a new one."""
     from daemon.config import parse_config
     from daemon.engines.hardware import probe
     from daemon.engines.tts.base import SynthesisOptions
@@ -333,7 +336,7 @@ async def budget(utterances: list[np.ndarray], runs: int) -> dict[str, dict[str,
                     marks = await _budget_turn(
                         engines,
                         speech,
-                        f"budget{r}-{i}-{variant}",
+                        f"budget-{variant}" if history else f"budget{r}-{i}-{variant}",
                         SessionOptions,
                         SynthesisOptions,
                     )
@@ -383,8 +386,6 @@ async def _budget_turn(
         await asyncio.wait_for(reader, 30)
     await session.close()
     await replies.close()
-    if session.endpointer.speech_end_s is not None:
-        marks["the VAD's last speech frame"] = began + session.endpointer.speech_end_s
     marks["_end"] = speech_end
     return marks
 
@@ -411,7 +412,6 @@ def _marks_from_calls(marks: dict[str, float], calls: list[tuple[str, float, flo
 
 
 ORDER = (
-    "the VAD's last speech frame",
     "the speculative decode starts",
     "the turn check starts",
     "the turn check ends",
@@ -524,6 +524,9 @@ def main() -> None:
     parser.add_argument("--budget-runs", type=int, default=2)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--budget-only", action="store_true", help="only the in-process budget")
+    parser.add_argument(
+        "--history", action="store_true", help="the budget's turns as one conversation each"
+    )
     args = parser.parse_args()
     revision = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
@@ -542,7 +545,7 @@ def main() -> None:
     comma_s = comma_pause()
     piper_only = [s for k, s in speech.items() if k.startswith("piper")]
     if args.budget_only:
-        steps = asyncio.run(budget(piper_only, args.budget_runs))
+        steps = asyncio.run(budget(piper_only, args.budget_runs, args.history))
         print(report({}, steps, revision, 0, comma_s, {}))
         return
     with exported(args.before) as before, tempfile.TemporaryDirectory() as work:

@@ -316,7 +316,7 @@ async def run_voices(
     rows = [
         "## OpenAI Realtime API: held-back commands and voices",
         "",
-        f"Machine: {machine()} (shared with other work while it ran). Date: "
+        f"Machine: {machine()}. Date: "
         f"{datetime.date.today().isoformat()}. One `hearth serve` on loopback, default "
         "config (embedded models on the CPU). The official `openai` client over "
         "`/v1/realtime` (`semantic_vad`, session instructions: "

@@ -288,11 +288,12 @@ async def run(runs: int) -> str:
         "",
         "Why: the reference server writes the audio to a WAV file and starts Whisper only "
         "at audio-stop. Hearth runs the VAD as audio arrives and decodes the trimmed "
-        "utterance speculatively once 240 ms of silence follow speech, so at audio-stop the "
+        "utterance speculatively once 160 ms of silence follow speech, so at audio-stop the "
         "transcript is usually ready. Under 10 concurrent clients both queue on the same "
         "two cores (Hearth with one ASR worker by default, `asr.workers`); speculative "
         "decodes start earlier, so the queue drains sooner. TTS is streamed sentence by "
-        "sentence by both; Hearth also keeps finished utterances in its disk cache.",
+        "sentence by both, Hearth's first piece a short phrase (3-5 words); Hearth also keeps "
+        "finished utterances in its disk cache.",
     ]
     return "\n".join(rows)
 
