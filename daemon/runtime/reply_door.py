@@ -140,6 +140,12 @@ class ReplyDoor(Door):
         sampling = _sampling(chat, temperature, top_p, max_tokens)
         return self._within_deadline(chat.complete(messages, sampling))
 
+    async def prepare_instructions(self, instructions: str) -> None:
+        """Have a client's own system prompt evaluated now, within the request deadline,
+        so that its first reply starts sooner (a local model keeps the state)."""
+        async with asyncio.timeout(self.limits.request_timeout_s):
+            await self._chat().prepare(instructions)
+
     async def chat_messages(
         self, conversation_id: str, text: str, instructions: str | None = None
     ) -> list[ChatMessage]:

@@ -147,6 +147,12 @@ async def cut_text_repetition(
             await pieces.aclose()
 
 
+WARM_UP_QUESTION = "Hello."
+"""The user turn of a warm-up completion (its system turn is what is kept)."""
+PREPARED_KEPT = 4
+"""Clients' system prompts remembered as evaluated (a local model keeps about as many)."""
+
+
 class ChatService:
     """The LLM with a system prompt, limits and per-conversation history."""
 
@@ -156,6 +162,8 @@ class ChatService:
         self.llm = llm
         self.conversations = conversations
         self.settings = settings
+        self._prepared: OrderedDict[str, None] = OrderedDict()
+        """Clients' own system prompts evaluated lately (:meth:`prepare`), newest last."""
 
     def build_messages(
         self, conversation_id: str, text: str, *, speaker: str | None = None
@@ -351,12 +359,29 @@ class ChatService:
             return pieces
         return cut_repetition(pieces, RepetitionGuard(self.settings.repeat_ngram))
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, instructions: str | None = None) -> None:
         """One short completion: loads the weights into the caches and, for a local
-        model, keeps the system prompt's evaluated prefix for the first request."""
+        model, keeps the system prompt's evaluated prefix (``instructions``: a client's
+        own) for the first request."""
         sampling = replace(self.settings.sampling, max_tokens=1)
-        async for _ in self.llm.stream_chat(await self.prepare_messages("", "Hello."), sampling):
+        messages = await self.prepare_messages("", WARM_UP_QUESTION, instructions=instructions)
+        async for _ in self.llm.stream_chat(messages, sampling):
             pass
+
+    async def prepare(self, instructions: str) -> None:
+        """Have a client's own system prompt evaluated now (:meth:`warm_up`), so that its
+        first reply evaluates only its own turn. The configured prompt is evaluated at
+        load, and the same instructions seen lately are not evaluated again."""
+        if instructions == self.settings.system_prompt or instructions in self._prepared:
+            return
+        self._prepared[instructions] = None
+        while len(self._prepared) > PREPARED_KEPT:
+            self._prepared.popitem(last=False)
+        try:
+            await self.warm_up(instructions)
+        except BaseException:
+            self._prepared.pop(instructions, None)  # the first reply evaluates them
+            raise
 
     def remember(self, conversation_id: str, user: str, assistant: str) -> None:
         """Add an exchange to the conversation's history (no id: nothing kept)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -33,12 +32,6 @@ from protocols.realtime.wire import Event, new_id
 _LOGGER = logging.getLogger(__name__)
 MAX_OUTBOX = 256
 """Server events not yet written to a slow client; then the session waits for it."""
-PRIME_QUESTION = "Hello."
-"""The user turn of a priming completion (its system turn is what is kept)."""
-PRIMED_KEPT = 4
-"""System prompts remembered as primed (a local model keeps about as many states)."""
-_primed: OrderedDict[str, None] = OrderedDict()
-"""The sessions' own system prompts the LLM has evaluated lately, newest last."""
 
 
 class SessionState:
@@ -131,33 +124,17 @@ class SessionState:
         return response
 
     def prime(self, chat: ChatOptions) -> None:
-        """Have the LLM evaluate the system turn of ``chat``'s own instructions now, in
-        the background: a local model keeps that state, so the session's first reply
-        (and a later session's with the same instructions) evaluates only its own turn.
-
-        Hearth's configured prompt is evaluated at load; the same instructions seen
-        lately are not asked for again. One reply token through the core's usual
-        completion: nothing here knows how the model keeps what it evaluated.
-        """
-        prompt = chat.instructions
+        """Have the core evaluate ``chat``'s instructions now, in the background, so that
+        the session's first reply evaluates only its own turn."""
         facade = self.hearth()
-        if prompt is None or prompt in _primed or not facade.chats:
-            return
-        if prompt == facade.config.llm.system_prompt:  # evaluated at load
-            return
-        _primed[prompt] = None
-        while len(_primed) > PRIMED_KEPT:
-            _primed.popitem(last=False)
-        self.spawn(self._prime(facade, prompt), "prime")
+        if chat.instructions is not None and facade.chats:
+            self.spawn(self._prime(facade, chat.instructions), "prime")
 
-    async def _prime(self, facade: Hearth, prompt: str) -> None:
+    async def _prime(self, facade: Hearth, instructions: str) -> None:
         try:
-            messages = await facade.chat_messages("", PRIME_QUESTION, prompt)
-            async for _ in facade.complete(messages, max_tokens=1):
-                pass
-        except HearthError as exc:  # the first reply evaluates the prompt instead
-            _primed.pop(prompt, None)
-            _LOGGER.debug("[%s] the instructions were not prepared: %s", self.id, exc.message)
+            await facade.prepare_instructions(instructions)
+        except (HearthError, TimeoutError) as exc:  # the first reply evaluates them instead
+            _LOGGER.debug("[%s] the instructions were not prepared: %r", self.id, exc)
 
     # ---------------------------------------------------------------- settings
 

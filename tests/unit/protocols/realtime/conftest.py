@@ -90,9 +90,10 @@ def kinds(messages: list[dict[str, Any]]) -> list[str]:
 
 
 async def open_client(
-    tmp_path: Path, llm: FakeLlm | None = None, beta: bool = False
+    tmp_path: Path, llm: FakeLlm | None = None, beta: bool = False, fakes: Any = None
 ) -> tuple[Client, asyncio.Task[None]]:
-    fakes = fake_engines(fake_config(tmp_path), llm=llm)
+    """A client of a new session; ``fakes``: the engines of an earlier one (one daemon)."""
+    fakes = fakes or fake_engines(fake_config(tmp_path), llm=llm)
     socket = FakeSocket()
     session = RealtimeSession(
         socket,

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 from daemon.engines.llm.base import ChatMessage, Sampling
-from protocols.realtime import state
+from daemon.speech.chat import WARM_UP_QUESTION as PRIME_QUESTION
 from protocols.realtime.audio import PCMU
-from protocols.realtime.state import PRIME_QUESTION
-from tests.fakes import KITCHEN, FakeLlm, silence, tone, utterance
+from tests.fakes import KITCHEN, FakeLlm, fake_config, fake_engines, silence, tone, utterance
 from tests.unit.protocols.realtime.conftest import (
     RATE,
     TIMEOUT_S,
@@ -51,14 +50,6 @@ RESPONSE_TAIL = [
     "conversation.item.done",
     "response.done",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _nothing_primed():
-    """Each test starts with no instructions remembered as prepared."""
-    state._primed.clear()
-    yield
-    state._primed.clear()
 
 
 class SamplingLlm(FakeLlm):
@@ -260,9 +251,10 @@ async def test_the_session_instructions_and_limits_reach_the_llm(tmp_path: Path)
 
 async def test_a_sessions_instructions_are_prepared_once(tmp_path: Path):
     llm = SamplingLlm()
+    fakes = fake_engines(fake_config(tmp_path), llm=llm)  # one daemon
     session = {"type": "realtime", "instructions": "Answer as a butler."}
     for _ in range(2):  # a fresh session per command, the same instructions
-        client, task = await open_client(tmp_path, llm=llm)
+        client, task = await open_client(tmp_path, fakes=fakes)
         try:
             await client.next()
             client.send("session.update", session=session)
@@ -273,7 +265,7 @@ async def test_a_sessions_instructions_are_prepared_once(tmp_path: Path):
     primes = [p for p in llm.prompts if p[-1] == ChatMessage("user", PRIME_QUESTION)]
     assert len(primes) == 1 and primes[0][0].content.endswith("\n\nAnswer as a butler.")
     # Hearth's own prompt is evaluated at load: nothing to prepare without instructions.
-    client, task = await open_client(tmp_path, llm=llm)
+    client, task = await open_client(tmp_path, fakes=fakes)
     try:
         await client.next()
         client.send("session.update", session={"type": "realtime", "temperature": 0.7})
