@@ -31,7 +31,6 @@ import functools
 import io
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.heldout import FORMATS, build_set, normalize, wav_file, wer  # noqa: E402
 from bench.results import machine, write_section  # noqa: E402
-from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
+from bench.signals import espeak_pcm  # noqa: E402
+from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
 from daemon.engines.asr.whisper import WhisperAsr  # noqa: E402
 from daemon.engines.models import resolve_whisper  # noqa: E402
@@ -128,14 +128,7 @@ def _foreign_wer(pairs: list[tuple[str, str]]) -> float:
 
 def _espeak(voice: str, wpm: int, text: str) -> np.ndarray:
     """eSpeak NG saying ``text``: float32 at 16 kHz with silence around it."""
-    out = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(wpm), "--stdout", text],
-        check=True,
-        capture_output=True,
-    ).stdout
-    rate = struct.unpack("<I", out[24:28])[0]
-    pcm = np.frombuffer(resample_pcm(out[44 : 44 + (len(out) - 44) // 2 * 2], rate, RATE), "<i2")
-    speech = pcm.astype(np.float32) / 32768.0
+    speech = espeak_pcm(voice, wpm, text).astype(np.float32) / 32768.0
     return np.concatenate(
         [np.zeros(int(LEAD_S * RATE), np.float32), speech, np.zeros(int(TAIL_S * RATE), np.float32)]
     )

@@ -48,9 +48,11 @@ sys.path.insert(0, str(ROOT))
 from bench.conversation_move import serving, synthesize  # noqa: E402
 from bench.one_door import exported  # noqa: E402
 from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.signals import espeak_pcm  # noqa: E402
 from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
 from daemon.engines.tts.text import FIRST_WORDS  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
+from tests.helpers import trimmed  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
 
 COMMANDS = (
@@ -72,22 +74,6 @@ WAIT_S = 120.0
 QUIET_DBFS = -40.0
 
 Samples = dict[str, dict[str, list[float]]]
-
-
-def espeak(voice: str, text: str) -> np.ndarray:
-    """eSpeak NG's speech of ``text``, 16 kHz int16."""
-    wav = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", "160", "--stdout", text], capture_output=True, check=True
-    ).stdout
-    from daemon.audio.pcm import decode_file
-
-    return decode_file(wav)
-
-
-def trimmed(pcm: np.ndarray) -> np.ndarray:
-    """Speech without leading and trailing quiet (10 ms frames under -40 dBFS)."""
-    loud = np.flatnonzero(_levels(pcm) > QUIET_DBFS)
-    return pcm[loud[0] * 160 : (loud[-1] + 1) * 160] if loud.size else pcm[:0]
 
 
 def _levels(pcm: np.ndarray) -> np.ndarray:
@@ -540,7 +526,7 @@ def main() -> None:
     if shutil.which("espeak-ng"):
         for voice in ESPEAK:
             for i, text in enumerate(ESPEAK_COMMANDS):
-                speech[f"espeak {voice} {i}"] = trimmed(espeak(voice, text))
+                speech[f"espeak {voice} {i}"] = trimmed(espeak_pcm(voice, 160, text))
     long = speech.pop("long")
     comma_s = comma_pause()
     piper_only = [s for k, s in speech.items() if k.startswith("piper")]

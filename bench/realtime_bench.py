@@ -33,8 +33,6 @@ import asyncio
 import base64
 import datetime
 import statistics
-import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, write_section  # noqa: E402
+from bench.signals import espeak_pcm  # noqa: E402
 from bench.webrtc_bench import UTTERANCE, speak  # noqa: E402
 from daemon.audio.pcm import resample_pcm  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
@@ -199,14 +198,7 @@ async def webrtc_turn(url: str, speech: np.ndarray) -> Turn:
 
 def espeak(voice: str, wpm: int, text: str) -> np.ndarray:
     """eSpeak NG saying ``text``: 16 kHz int16, its own silence cut."""
-    out = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(wpm), "--stdout", text],
-        check=True,
-        capture_output=True,
-    ).stdout
-    rate = struct.unpack("<I", out[24:28])[0]
-    pcm = resample_pcm(out[44 : 44 + (len(out) - 44) // 2 * 2], rate, RATE)
-    return trimmed(np.frombuffer(pcm, "<i2"))
+    return trimmed(espeak_pcm(voice, wpm, text))
 
 
 async def say(daemon: Daemon, text: str) -> np.ndarray:

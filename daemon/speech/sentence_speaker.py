@@ -37,7 +37,6 @@ class SentenceSpeaker:
         tts: TtsService,
         options: SynthesisOptions,
         *,
-        first_clause_chars: int = 0,
         first_words: tuple[int, int] | None = None,
         max_waiting: int = MAX_WAITING,
         max_chars: int | None = None,
@@ -48,9 +47,8 @@ class SentenceSpeaker:
         Args:
             tts: the TTS service.
             options: the voice.
-            first_clause_chars: the first sentence may end at a clause this long.
             first_words: the first piece is this many words (fewest, most), at a
-                natural break where one comes (instead of ``first_clause_chars``).
+                natural break where one comes.
             max_waiting: sentences that may wait for the voice.
             max_chars: the most text that may be written (TextTooLong past it).
             cached: speak through the TTS cache (a client's text, often repeated).
@@ -59,9 +57,7 @@ class SentenceSpeaker:
         self._tts = tts
         self._options = options
         self._cached = cached
-        self._splitter = SentenceSplitter(
-            first_clause_chars=first_clause_chars, first_words=first_words
-        )
+        self._splitter = SentenceSplitter(first_words=first_words)
         self._max_waiting = max_waiting
         self._waiting: deque[str] = deque()
         self._ended = False

@@ -186,22 +186,19 @@ def split_sentences(text: str) -> list[str]:
 class SentenceSplitter:
     """Incremental splitter: feed text pieces, get sentences as soon as they end.
 
-    With ``first_clause_chars`` the first piece may end at a clause boundary (a
-    comma, colon, semicolon or dash) once it is that long, so that speech can begin
-    before the LLM has finished its first sentence. With ``first_words`` (fewest,
-    most) the first piece is that many words instead: it ends at a clause mark after
-    the fewest, else before a word that starts a phrase ("and", "to", "for", ...),
-    else after the most (or the last word before them that does not lead into the next).
+    With ``first_words`` (fewest, most) the first piece is that many words, so that
+    speech can begin before the LLM has finished its first sentence: it ends at a
+    clause mark (a comma, colon, semicolon or dash) after the fewest, else before a word
+    that starts a phrase ("and", "to", "for", ...), else after the most (or the last
+    word before them that does not lead into the next).
     """
 
     def __init__(
         self,
         min_chars: int = 12,
-        first_clause_chars: int = 0,
         first_words: tuple[int, int] | None = None,
     ) -> None:
         self.min_chars = min_chars
-        self.first_clause_chars = first_clause_chars
         self.first_words = first_words
         self._buf = ""
         self._emitted = 0
@@ -213,11 +210,8 @@ class SentenceSplitter:
         """Add text; return the sentences completed by it."""
         self._buf += piece
         out = self._sentences()
-        if not out and not self._emitted:
-            if self.first_words is not None:
-                out = self._first_words(*self.first_words)
-            elif self.first_clause_chars:
-                out = self._first_clause()
+        if not out and not self._emitted and self.first_words is not None:
+            out = self._first_words(*self.first_words)
         self._emitted += len(out)
         return out
 
@@ -242,14 +236,6 @@ class SentenceSplitter:
         self._buf = self._buf[end:].lstrip()
         self._rest = True
         return [piece]
-
-    def _first_clause(self) -> list[str]:
-        for match in _CLAUSE.finditer(self._buf):
-            candidate = " ".join(self._buf[: match.end(1)].split())
-            if len(candidate) >= self.first_clause_chars:
-                self._buf = self._buf[match.end() :]
-                return [candidate]
-        return []
 
     def _sentences(self) -> list[str]:
         out: list[str] = []

@@ -61,7 +61,7 @@ async def test_every_sentence_is_spoken_in_order_and_silent_ones_are_skipped(
 ) -> None:
     fakes = fake_engines(fake_config(tmp_path))
     assert fakes.engines.tts is not None
-    voice = SentenceSpeaker(fakes.engines.tts, SynthesisOptions(), first_clause_chars=16)
+    voice = SentenceSpeaker(fakes.engines.tts, SynthesisOptions(), first_words=(3, 5))
     heard: dict[int, str] = {}
 
     async def write() -> None:
@@ -75,6 +75,7 @@ async def test_every_sentence_is_spoken_in_order_and_silent_ones_are_skipped(
             if block is not None:
                 heard[index] = f"{heard.get(index, '')} {block.sentence}".strip()
         await writer
-    # The first sentence ends at a clause (earlier audio); the emoji says nothing.
+    # The first piece is a short phrase, to its clause mark (earlier audio); the emoji
+    # says nothing.
     assert heard == {0: "The kitchen lights", 1: "as you asked, are on now.", 2: "Bye now."}
     fakes.close()

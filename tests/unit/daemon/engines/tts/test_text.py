@@ -37,12 +37,12 @@ def test_whitespace_only_is_nothing():
     assert split_sentences("   \n ") == []
 
 
-def test_first_clause_lets_speech_start_early():
-    splitter = SentenceSplitter(first_clause_chars=20)
+def test_the_first_phrase_lets_speech_start_early():
+    splitter = SentenceSplitter(first_words=(3, 5))
     assert splitter.feed("Sure, ") == []  # too short to stand alone
-    assert splitter.feed("the kitchen lights are on, ") == ["Sure, the kitchen lights are on,"]
+    assert splitter.feed("the kitchen lights are on, ") == ["Sure, the kitchen lights are"]
     assert splitter.feed("and the heat is at twenty, as you asked. ") == [
-        "and the heat is at twenty, as you asked."
+        "on, and the heat is at twenty, as you asked."
     ]
 
 
