@@ -1,4 +1,5 @@
-"""Home Assistant's names in the prompt: do they help with unusual names, and hurt nothing?
+"""Home Assistant's names in a second reading: do they help with unusual names, and hurt
+nothing?
 
 Set: 45 home commands that name devices, areas, floors and aliases as a household would
 (Irish, German, Polish and invented names: "Niamh's Lamp", "Przedpokój", "Glimmerbox"),
@@ -10,19 +11,21 @@ speech, 0.3 s after.
 
 A fake Home Assistant (``tests/fake_ha.py``) holds those names and 200 others the commands
 never mention (people's lamps and fans, sensors, unexposed entities, empty rooms), as
-a real house does. Two real ``hearth serve`` on loopback: one reading the fake (the
-names in every prompt), one without Home Assistant. Each clip goes to both over Wyoming
-(10 ms chunks, as Home Assistant) and Willow (``/api/willow``, 20 ms pieces), sent as
-fast as the connection takes them (the decode is the same; real-time pacing only moves
-where the turn ends, measured in other sections).
+a real house does. Two real ``hearth serve`` on loopback: one reading the fake (a
+second reading with the names alike to what the first heard), one without Home
+Assistant. Each clip goes to both over Wyoming (10 ms chunks, as Home Assistant) and
+Willow (``/api/willow``, 20 ms pieces), sent as fast as the connection takes them (the
+decode is the same; real-time pacing only moves where the turn ends, measured in other
+sections).
 
 Scored: WER (normalized as the held-out set does, accents folded) and the share of
 commands whose every name is written exactly (same letters and accents, case and
 punctuation aside). Ordinary commands: the held-out set's choice part (120 clips with
 noise, babble and pauses) through the same two daemons, the one without names twice
 (its temperature fallback samples at random: the second pass shows how far a run moves
-by itself). Decode time: tiny.en in process on the name clips, with and without the
-daemon's prompt, the shortest of three each.
+by itself). Decode time: tiny.en in process on 45 name clips and 60 ordinary ones, one
+reading against the daemon's reading with the names (a second where a name is alike),
+the shortest of three each.
 
 Run: ``.venv/bin/python bench/house_names.py`` (about 15 minutes on 2 cores);
 ``--quick``: 12 commands, 2 voices, 30 ordinary clips; ``--voices 2 --ordinary 60``: every
@@ -42,8 +45,9 @@ import time
 import unicodedata
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -186,9 +190,9 @@ def invented_names(clips: list[Clip], texts: list[str], names: list[str]) -> int
 # --------------------------------------------------------------------------- decode time
 
 
-def household_prompt(fake_url: str) -> tuple[str, int, list[str]]:
-    """The prompt the daemon with names gives a request without names of its own, the
-    tokens it takes, and the names in it (read from the fake, as the daemon reads it)."""
+def household(fake_url: str) -> tuple[Any, list[str]]:
+    """tiny.en's :class:`HouseHints` over the names read from the fake (as the daemon
+    reads them), and every name the fake holds."""
     from daemon.config import HomeAssistantConfig
     from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
     from daemon.engines.asr.whisper import WhisperAsr
@@ -197,6 +201,7 @@ def household_prompt(fake_url: str) -> tuple[str, int, list[str]]:
     from daemon.house.prompt import PromptBudget
     from daemon.house.source import HomeAssistantSource
     from daemon.house.store import NameStore
+    from daemon.runtime.speech_door import HouseHints
     from tests.fake_ha import TOKEN
 
     asr = WhisperAsr("tiny.en", resolve_whisper("tiny.en", Path(tempfile.gettempdir()), False))
@@ -204,15 +209,28 @@ def household_prompt(fake_url: str) -> tuple[str, int, list[str]]:
     config = HomeAssistantConfig(url=fake_url, token=TOKEN)
     source = HomeAssistantSource(Endpoint(websocket_url(fake_url), TOKEN), config, store)
     asyncio.run(source.read_once())
-    count = asr.token_counter()
-    prompt = store.prompt(None, PromptBudget(asr.name, MAX_PROMPT_CHARS, None, count))
-    assert prompt is not None
-    return prompt, count(" " + prompt), [n.strip() for n in prompt.rstrip(".").split(",")]
+    budget = PromptBudget(asr.name, MAX_PROMPT_CHARS, None, asr.token_counter())
+    return HouseHints(store, None, budget), [n.text for n in store.current.names]
 
 
-def decode_times(clips: list[NameClip], prompt: str) -> tuple[float, float]:
-    """Median decode time (ms) without and with ``prompt``: tiny.en in process, the
-    daemon's options (window auto, beam 1), the shortest of three each."""
+@dataclass
+class Speed:
+    plain_ms: float
+    """Median decode time without the names (one reading)."""
+    hinted_ms: float
+    """Median with them (a second reading where a name is alike)."""
+    mean_plain_ms: float
+    mean_hinted_ms: float
+    read_twice: int
+    """Clips read a second time."""
+    kept: int
+    """Second readings kept."""
+    clips: int
+
+
+def decode_times(clips: list[Clip], hints: Any) -> Speed:
+    """Decode time (ms) without and with the household's second reading: tiny.en in
+    process, the daemon's options (window auto, beam 1), the shortest of three each."""
     from daemon.audio.pcm import RATE
     from daemon.engines.asr.base import TranscribeOptions
     from daemon.engines.asr.whisper import WhisperAsr
@@ -220,20 +238,29 @@ def decode_times(clips: list[NameClip], prompt: str) -> tuple[float, float]:
 
     path = resolve_whisper("tiny.en", Path(tempfile.gettempdir()), False)
     asr = WhisperAsr("tiny.en", path, window="auto")
-    plain = TranscribeOptions(language="en")
-    prompted = TranscribeOptions(language="en", initial_prompt=prompt)
+    options = TranscribeOptions(language="en")
     times: dict[bool, list[float]] = {False: [], True: []}
-    for item in clips:
-        pcm = np.frombuffer(samples(item.clip, FORMAT), "<i2").astype(np.float32) / 32768
+    for clip in clips:
+        pcm = np.frombuffer(samples(clip, FORMAT), "<i2").astype(np.float32) / 32768
         assert len(pcm) > RATE // 4
-        for with_prompt, options in ((False, plain), (True, prompted)):
+        for hinted in (False, True):
             best = float("inf")
             for _ in range(3):
                 began = time.perf_counter()
-                asr.transcribe(pcm, options)
+                if hinted:
+                    asr.transcribe_hinted(pcm, options, hints)
+                else:
+                    asr.transcribe(pcm, options)
                 best = min(best, time.perf_counter() - began)
-            times[with_prompt].append(best * 1000)
-    return statistics.median(times[False]), statistics.median(times[True])
+            times[hinted].append(best * 1000)
+    counts = asr.window_counts()
+    twice = sum(n for (_, verdict), n in counts.items() if verdict == "reread")
+    kept = sum(n for (_, verdict), n in counts.items() if verdict == "reread-kept")
+    return Speed(
+        statistics.median(times[False]), statistics.median(times[True]),
+        statistics.mean(times[False]), statistics.mean(times[True]),
+        twice // 3, kept // 3, len(clips),
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- run
@@ -242,9 +269,14 @@ def decode_times(clips: list[NameClip], prompt: str) -> tuple[float, float]:
 COLUMNS = (
     "path", "WER, no names", "WER, names", "commands with every name exact, no names",
     "with names", "names exact, no names", "with names", "ordinary WER, no names (twice)",
-    "ordinary WER, names", "ordinary: a prompt name written, not said (no names / names)",
+    "ordinary WER, names", "ordinary: a house name written, not said (no names / names)",
 )  # fmt: skip
 HEADER = f"| {' | '.join(COLUMNS)} |\n|{' --- |' * len(COLUMNS)}"
+TIME_COLUMNS = (
+    "clips", "median, no names", "median, with names", "mean, no names / names",
+    "read twice", "second reading kept",
+)  # fmt: skip
+TIME_HEADER = f"| {' | '.join(TIME_COLUMNS)} |\n|{' --- |' * len(TIME_COLUMNS)}"
 Texts = dict[tuple[str, str, str], list[str]]
 """(daemon, path, set) -> one transcript per clip."""
 PHASES = (
@@ -316,21 +348,26 @@ def main() -> None:
     clips = name_clips(commands, voices)
     ordinary = build_set(30 if args.quick else args.ordinary, part="choice")
     log(f"{len(clips)} name clips, {len(ordinary)} ordinary: {time.perf_counter() - began:.0f} s")
-    timed = clips[:: max(1, len(clips) // 24)]
+    timed = {
+        "names": [c.clip for c in clips[:: max(1, len(clips) // 45)]],
+        "ordinary": ordinary[:: max(1, len(ordinary) // 60)],
+    }
     if args.replot is not None:
         saved = json.loads(args.replot.read_text())
         texts = {tuple(k.split("|")): v for k, v in saved["texts"].items()}
-        prompt, speed = tuple(saved["prompt"]), tuple(saved["speed"])
+        house_names = saved["names"]
+        speed = {k: Speed(**v) for k, v in saved["speed"].items()}
     else:
         fake = house_set.fake_house()
         with fake.in_thread():
-            prompt = household_prompt(fake.url)
+            hints, house_names = household(fake.url)
             texts = run_daemons(fake.url, clips, ordinary, log)
-        speed = decode_times(timed, prompt[0])
+            speed = {kind: decode_times(items, hints) for kind, items in timed.items()}
     if args.save is not None:
         keyed = {"|".join(k): v for k, v in texts.items()}
-        args.save.write_text(json.dumps({"texts": keyed, "prompt": prompt, "speed": speed}))
-    body = report(clips, ordinary, texts, prompt, speed, len(timed))  # type: ignore[arg-type]
+        spent = {k: asdict(v) for k, v in speed.items()}
+        args.save.write_text(json.dumps({"texts": keyed, "names": house_names, "speed": spent}))
+    body = report(clips, ordinary, texts, house_names, speed)
     note = " ".join(x for x in (args.load, "Quick run." if args.quick else "") if x)
     body = body.replace("{note}", f" {note}" if note else "")
     print(body)
@@ -342,14 +379,11 @@ def report(
     clips: list[NameClip],
     ordinary: list[Clip],
     texts: Texts,
-    prompt_info: tuple[str, int, list[str]],
-    speed: tuple[float, float],
-    timed: int,
+    house_names: list[str],
+    speed: dict[str, Speed],
 ) -> str:
     """The section of bench/RESULTS.md."""
-    prompt, tokens, in_prompt = prompt_info
     mentioned = sorted({n for c in clips for n in c.names})
-    covered = [n for n in mentioned if any(n.casefold() == p.casefold() for p in in_prompt)]
     ref = [c.text for c in ordinary]
     rows = []
     for path in ("wyoming", "willow"):
@@ -360,7 +394,7 @@ def report(
             for label in ("names", "none", "none again")
         }
         invented = {
-            label: invented_names(ordinary, texts[(label, path, "ordinary")], in_prompt)
+            label: invented_names(ordinary, texts[(label, path, "ordinary")], house_names)
             for label in ("names", "none")
         }
         ratio = f"{named[1] / plain[1]:.1f}x" if plain[1] else "from 0"
@@ -371,29 +405,41 @@ def report(
             f"{heard['names']:.1f} % ({heard['names'] - heard['none']:+.1f}) | "
             f"{invented['none']} / {invented['names']} |"
         )
-    quiet, loud = speed
+    times = "\n".join(
+        f"| {kind} ({s.clips}) | {s.plain_ms:.0f} ms | {s.hinted_ms:.0f} ms "
+        f"({s.hinted_ms - s.plain_ms:+.0f}) | {s.mean_plain_ms:.0f} / {s.mean_hinted_ms:.0f} ms "
+        f"| {s.read_twice} ({100 * s.read_twice / s.clips:.0f} %) | {s.kept} |"
+        for kind, s in speed.items()
+    )
     voices = len({c.clip.voice.label for c in clips})
-    return f"""## Home Assistant's names in the prompt (`bench/house_names.py`)
+    return f"""## Home Assistant's names: a second reading (`bench/house_names.py`)
 
 Machine: {machine()}. Date: {datetime.date.today().isoformat()}.{{note}}
 {len(clips)} clips: {len({c.clip.key for c in clips})} home commands with unusual names \
 (Irish, German, Polish, invented; devices, areas, floors, aliases) said as they sound by \
 {voices} voices, and {len(ordinary)} ordinary commands of the held-out set (choice part: \
 noise, babble, pauses); 16 kHz s16 mono. A fake Home Assistant holds the commands' \
-{len(mentioned)} names and 200 others; two real daemons (tiny.en int8, the defaults), one \
-reading it. The prompt a request gets: {len(in_prompt)} names, {len(prompt)} characters, \
-{tokens} tokens, holding {len(covered)} of the commands' {len(mentioned)} names (those \
-tiny.en would misspell come first). Run: `.venv/bin/python bench/house_names.py`.
+{len(mentioned)} names and 200 others ({len(house_names) - len(mentioned)} of them exposed to \
+Assist, so read); two real daemons \
+(tiny.en int8, the defaults), one reading it. The daemon with names reads each utterance \
+without them first; where some of the house's names resemble what it heard, it reads \
+the same audio again with those names (at most 8) in the prompt, and keeps that reading \
+only if it writes one of them (`daemon/engines/asr/hints.py`, `daemon/house/match.py`). \
+Run: `.venv/bin/python bench/house_names.py`.
 
 {HEADER}
 {chr(10).join(rows)}
 
-Decode time, tiny.en in process (window auto, beam 1), median of {timed} name clips, the \
-shortest of 3 each: {quiet:.0f} ms without the prompt, {loud:.0f} ms with it \
-({loud - quiet:+.0f} ms). Targets: every name exact at least twice as often with the \
-names; ordinary commands no worse than +0.5 points. The last column counts ordinary \
-commands whose transcript has a name of the prompt in it that was not said: what a \
-prompt invents.
+Decode time, tiny.en in process (window auto, beam 1), the shortest of 3 each:
+
+{TIME_HEADER}
+{times}
+
+Targets: every name exact at least twice as often with the names; ordinary commands no \
+worse than +0.5 points. The ordinary commands through the daemon without names, twice, \
+show how far a run moves by itself (its temperature fallback samples at random). The \
+last column counts ordinary commands whose transcript writes a name of the house that \
+was not said: what a prompt invents.
 """
 
 

@@ -1,5 +1,5 @@
-"""A decode's prompt: the client's own words first, then the household's names, within
-the model's budget.
+"""A second reading's prompt: the client's own words first, then the household's names
+that resemble what the first reading heard, within the model's budget.
 
 Whisper reads its prompt as the text said just before the audio, so a name there is
 written as the house spells it ("Niamh's Lamp", not "Neve's lamp"). The rules:
@@ -7,17 +7,17 @@ written as the house spells it ("Niamh's Lamp", not "Neve's lamp"). The rules:
 - The client's prompt (Wyoming's ``transcript_names`` and ``transcript_terms``, an
   OpenAI ``prompt``) comes first, as it is; a household name it already holds is not
   repeated.
-- Then the household's names, most likely to be said first, except that names Whisper
-  already writes right by itself come after those it does not: a name whose every word
-  is a single token of the model's vocabulary ("Kitchen", "Ceiling Light") gains nothing
-  from the prompt, while "Glimmerbox" (four tokens) or "Przedpokój" (six) do. The
-  budget goes where it helps.
+- Then the household's names, in the order given (the most alike first). :func:`rank`
+  marks the names Whisper already writes right by itself: a name whose every word is a
+  single token of the model's vocabulary ("Kitchen", "Ceiling Light") gains nothing
+  from a prompt, while "Glimmerbox" (four tokens) or "Przedpokój" (six) do; only those
+  are looked for (:mod:`daemon.house.match`).
 - The whole prompt stays within the model's budget: at most ``max_chars`` characters
   (the client prompt's own cap) and, for a model that long prompts harm
   (Distil-Whisper is damaged by 52 tokens or more), at most ``max_tokens`` tokens,
   counted with the model's tokenizer.
 
-Pure functions; the store (:mod:`daemon.house.store`) caches each model's ranking.
+Pure functions; the store (:mod:`daemon.house.store`) keeps each model's matcher.
 """
 
 from __future__ import annotations

@@ -57,7 +57,6 @@ class House:
     async def stop(self) -> None:
         """Stop following Home Assistant (safe to call more than once)."""
         await self._stop_source()
-        await self.store.close()
 
     async def _stop_source(self) -> None:
         task, self._task = self._task, None
@@ -85,6 +84,4 @@ async def probe(
         await HomeAssistantSource(endpoint, config, store).read_once()
     except FAILURES as exc:
         return {"url": describe(endpoint), "error": failure_reason(exc)}
-    finally:
-        await store.close()
     return {"url": describe(endpoint)} | store.status() | {"state": "read"}

@@ -5,18 +5,20 @@ streams, and the speech sessions a conversation hears through (see
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator
 
 import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, to_internal
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.engines.asr.hints import Hint, Hinter
 from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.engines.wake import WakeLibrary
 from daemon.engines.wake.base import WakeModelInfo
 from daemon.errors import AudioTooLong, InvalidRequest
+from daemon.house.names import SourceState
 from daemon.house.prompt import PromptBudget
+from daemon.house.store import NameStore
 from daemon.runtime.door import Door
 from daemon.runtime.profiles import Profile, Sensitivity, with_sensitivity
 from daemon.speech.finals import Identify
@@ -26,6 +28,20 @@ from daemon.speech.transcribe import FileTranscript, transcribe_samples
 from daemon.speech.upload import stream_upload, transcribe_upload
 from daemon.speech.wake_gate import WakeListener
 from daemon.voices.enroll import Enrollment, TakeCheck
+
+
+class HouseHints:
+    """A session's :class:`Hinter`: the household's names as they are at each decode."""
+
+    def __init__(self, house: NameStore, client: str | None, budget: PromptBudget) -> None:
+        self._house = house
+        self._client = client
+        self._budget = budget
+
+    def hint(self, heard: str) -> Hint | None:
+        """The household's names most like ``heard``, as a second reading's prompt."""
+        found = self._house.second_prompt(self._client, self._budget, heard)
+        return None if found is None else Hint(*found)
 
 
 class SpeechDoor(Door):
@@ -60,13 +76,14 @@ class SpeechDoor(Door):
         """
         engines = self._engines
         chosen = self._profiles[profile]
-        # The one place the household's names join a request's prompt (after the client's).
-        transcribe = self.household_prompt(model, transcribe or TranscribeOptions())
+        transcribe = transcribe or TranscribeOptions()
         if partials is None:
             partials = chosen.partials and engines.partials
         settings = with_sensitivity(chosen.settings, sensitivity, self.config.vad.turn_threshold)
         options = SessionOptions(
             transcribe=transcribe,
+            # The one place the household's names join a request (after the client's).
+            hints=self.household_hints(model, transcribe),
             partials=partials,
             hands_free=chosen.hands_free,
             ends_turn=chosen.ends_turn,
@@ -78,22 +95,21 @@ class SpeechDoor(Door):
         chosen = self._profiles[profile]
         return RequestLimits(chosen.max_audio_s, chosen.deadline_s, chosen.deadline_counts_audio)
 
-    def household_prompt(self, model: str | None, options: TranscribeOptions) -> TranscribeOptions:
-        """``options`` with the household's names after the client's own prompt (its
-        ``transcript_names`` and ``transcript_terms``, or an OpenAI ``prompt``), within the
-        model's budget: :data:`MAX_PROMPT_CHARS` characters, and its own token cap
-        (Distil-Whisper). Unchanged when no names are known; never waits for them."""
+    def household_hints(self, model: str | None, options: TranscribeOptions) -> Hinter | None:
+        """The second reading's hints for a session decoding with ``options``: the
+        household's names resembling what it heard, after the client's own prompt (its
+        ``transcript_names`` and ``transcript_terms``, or an OpenAI ``prompt``), within
+        the model's budget (:data:`MAX_PROMPT_CHARS` characters, and its own token cap).
+        None when Home Assistant is not configured. The names are read at each decode,
+        so a long session hears a rename; a decode never waits for them."""
         house = self._house
-        if house is None or not house.current.names:
-            return options
+        if house is None or (not house.current.names and house.state is SourceState.OFF):
+            return None
         asr = self._engines.asr_model(model, options.language)
         budget = PromptBudget(
             asr.name, MAX_PROMPT_CHARS, asr.max_prompt_tokens, asr.token_counter()
         )
-        prompt = house.prompt(options.initial_prompt, budget)
-        if prompt == options.initial_prompt:
-            return options
-        return dataclasses.replace(options, initial_prompt=prompt)
+        return HouseHints(house, options.initial_prompt, budget)
 
     async def transcribe_upload(
         self,

@@ -95,10 +95,18 @@ class Decodes:
         end = min(self._intake.samples, int(ep.speech_end_s * RATE) + pad)
         return (start, end) if end > start else None
 
-    def decode(self, audio: np.ndarray, options: TranscribeOptions) -> asyncio.Task[Transcript]:
-        """One decode of ``audio`` in the ASR pool."""
+    def decode(
+        self, audio: np.ndarray, options: TranscribeOptions, *, final: bool = False
+    ) -> asyncio.Task[Transcript]:
+        """One decode of ``audio`` in the ASR pool; a ``final`` one (or its speculation)
+        with the second reading the session's hints ask for."""
         self.calls += 1
-        task = asyncio.ensure_future(self.pool.run(self.asr.transcribe, audio, options))
+        hints = self.options.hints if final else None
+        if hints is not None:
+            job = self.pool.run(self.asr.transcribe_hinted, audio, options, hints)
+        else:
+            job = self.pool.run(self.asr.transcribe, audio, options)
+        task = asyncio.ensure_future(job)
         self.track(task)
         return task
 
@@ -131,7 +139,7 @@ class Decodes:
             return  # only silence arrived since: the decode in flight still holds
         self.discard()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        task = self.decode(self._intake.audio(*rng), self.options.transcribe)
+        task = self.decode(self._intake.audio(*rng), self.options.transcribe, final=True)
         spec = Speculation(rng[0], speech_end, task)
         self.spec = spec
         speech_ms = int((rng[1] - rng[0]) * 1000 / RATE)
@@ -236,7 +244,7 @@ class Decodes:
             task = spec.task
         else:
             self.discard()
-            task = self.decode(audio, self.options.transcribe)
+            task = self.decode(audio, self.options.transcribe, final=True)
         if on_utterance is not None:
             on_utterance(audio)  # beside the decode (the speaker's embedding)
         result = await task

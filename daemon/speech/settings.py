@@ -3,9 +3,10 @@ request's own choices."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.asr.hints import Hinter
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.turn_text import TurnPolicy
 
@@ -48,6 +49,9 @@ class SessionOptions:
     """Per-request choices."""
 
     transcribe: TranscribeOptions = TranscribeOptions()
+    hints: Hinter | None = field(default=None, repr=False)
+    """Names a second reading may look for (the household's): speculative and final
+    decodes read again with those resembling what they heard (partials never)."""
     partials: bool = True
     speculative: bool = True
     hands_free: bool = False

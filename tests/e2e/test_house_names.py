@@ -32,8 +32,10 @@ pytestmark = pytest.mark.e2e
 NIAMH = "Please turn on Niav's lamp."
 """How "Please turn on Niamh's lamp" is said (Niamh: about "NEE-uv"). Without the
 "Please", the voice's first word is trimmed into "Perno" on this machine, names or not."""
-SIOBHAN = "Please turn on Shivawn's lamp."
-"""Said after the lamp is renamed "Siobhán's Lamp"."""
+LANTERN = "Please turn on Niav's lantern."
+"""Said after the lamp is renamed "Niamh's Lantern": the new name comes back, written as
+Home Assistant now spells it, and the old one is gone."""
+ORDINARY = "What will the weather be like tomorrow?"
 CHUNK_S = 0.01
 """Home Assistant sends 10 ms audio-chunks of 16 kHz s16 mono."""
 
@@ -151,20 +153,23 @@ def test_the_name_comes_back_as_home_assistant_spells_it(with_names, without_nam
     assert "Niamh's" in heard, heard
     assert_heard(heard.replace("Niamh's", "Niav's"), NIAMH, "turn", "lamp")
     assert "niamh" not in plain.lower(), f"{plain!r}: the model writes it by itself"
+    # Ordinary speech is read as without Home Assistant: the names never stand before it.
+    ordinary = say(ORDINARY)
+    assert transcribe(with_names, ordinary) == transcribe(without_names, ordinary)
 
 
 def test_a_renamed_entity_is_heard_by_its_new_name(with_names, fake_ha, say):
-    audio = say(SIOBHAN)
+    audio = say(LANTERN)
     before = transcribe(with_names, audio)
-    assert "Siobhán" not in before, before
+    assert "Niamh's Lantern" not in before, before
     readings = fake_ha.commands.count("config/floor_registry/list")
-    fake_ha.call(fake_ha.rename("light.niamh", "Siobhán's Lamp"))
+    fake_ha.call(fake_ha.rename("light.niamh", "Niamh's Lantern"))
     wait_until(lambda: fake_ha.commands.count("config/floor_registry/list") > readings)
     time.sleep(1.0)  # the reading is published once ranked (milliseconds)
     after = transcribe(with_names, audio)
-    assert "Siobhán's" in after, after
-    assert_heard(after.replace("Siobhán's", "Shivawn's"), SIOBHAN, "turn", "lamp")
-    assert "Niamh" not in transcribe(with_names, say(NIAMH))  # the old name left the prompt
+    assert "Niamh's Lantern" in after, after
+    assert_heard(after.replace("Niamh's", "Niav's"), LANTERN, "turn", "lantern")
+    assert "Niamh's Lamp" not in transcribe(with_names, say(NIAMH))  # the old name is gone
 
 
 def test_home_assistant_restarting_is_followed_again(with_names, fake_ha):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
+from daemon.engines.asr.hints import Hinter, keeps
 from daemon.errors import InvalidRequest, UnsupportedLanguage
 
 
@@ -98,6 +99,20 @@ class AsrModel(ABC):
     @abstractmethod
     def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
         """Decode 16 kHz mono float32 audio (blocking; call from a worker)."""
+
+    def transcribe_hinted(
+        self, audio: np.ndarray, options: TranscribeOptions, hinter: Hinter
+    ) -> Transcript:
+        """Decode, then read again with the prompt ``hinter`` gives for what was heard,
+        keeping the second reading only when it writes a name the first did not (see
+        :mod:`daemon.engines.asr.hints`). Blocking. The default decodes twice; a model
+        that can reuse the first reading's work overrides it."""
+        first = self.transcribe(audio, options)
+        hint = hinter.hint(first.text)
+        if hint is None:
+            return first
+        second = self.transcribe(audio, replace(options, initial_prompt=hint.prompt))
+        return second if keeps(first.text, second.text, hint.names) else first
 
     def transcribe_segments(
         self, audio: np.ndarray, options: TranscribeOptions

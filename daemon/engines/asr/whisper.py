@@ -16,6 +16,7 @@ import numpy as np
 from daemon.audio.pcm import RATE
 from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transcript
 from daemon.engines.asr.batch import Batcher
+from daemon.engines.asr.hints import Hinter, keeps
 from daemon.engines.asr.window import (
     FULL_S,
     TOKENS_FLOOR,
@@ -137,6 +138,19 @@ class WhisperAsr(AsrModel):
             return self._decode_windows([job])[0]
         return self._whole(audio, options)
 
+    def transcribe_hinted(
+        self, audio: np.ndarray, options: TranscribeOptions, hinter: Hinter
+    ) -> Transcript:
+        """:meth:`transcribe`, with a second reading when ``hinter`` gives a prompt for
+        what the first heard (:mod:`daemon.engines.asr.hints`). In a cut window the
+        second reading reuses the first's encoder output (the encoder is about half of
+        a short utterance's decode); elsewhere it decodes twice. A first reading the
+        guard sends to the full window's temperature fallback gets no second one."""
+        job = self._batchable(audio, options)
+        if job is None or self.batcher is not None or not self._cut(job):
+            return super().transcribe_hinted(audio, options, hinter)
+        return self._decode_windows([job], hinter)[0]
+
     def token_counter(self) -> Callable[[str], int]:
         """How many tokens a text takes in this model's prompt (its own tokenizer)."""
         return self._count_tokens
@@ -195,7 +209,7 @@ class WhisperAsr(AsrModel):
             return [self._sequential(jobs[0])]
         return self._decode_windows(jobs)
 
-    def _decode_windows(self, jobs: list[_Job]) -> list[Transcript]:
+    def _decode_windows(self, jobs: list[_Job], hinter: Hinter | None = None) -> list[Transcript]:
         """Encode and decode utterances sharing options in one CTranslate2 call.
 
         Mirrors faster-whisper's first-window decode (same features, prompt and
@@ -204,18 +218,12 @@ class WhisperAsr(AsrModel):
         (:func:`judge`) does not trust, a repetition, a decode cut at the length limit,
         Whisper hearing no speech, or one that would have needed faster-whisper's
         temperature fallback, is decoded again on the sequential 30 s path, so no
-        looping transcript comes back.
+        looping transcript comes back. With ``hinter`` (one job), a second reading
+        with its prompt reuses the encoder's output (see :meth:`transcribe_hinted`).
         """
         from faster_whisper.audio import pad_or_trim
-        from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_suppressed_tokens
 
         fw = self._model
-        first = jobs[0]
-        task = first.options.task if self.multilingual else "transcribe"
-        tokenizer = Tokenizer(
-            fw.hf_tokenizer, self.multilingual, task=task, language=first.language
-        )
         longest_s = max(len(job.audio) for job in jobs) / RATE
         cut = all([self._cut(job) for job in jobs])  # every job counted
         window_s = choose_window(longest_s) if cut else FULL_S
@@ -227,14 +235,60 @@ class WhisperAsr(AsrModel):
             size = min(fw.feature_extractor.nb_max_frames, mel.shape[-1] - 1)
             sizes.append(size)
             features.append(pad_or_trim(mel[:, :size], frames))
+        encoded = fw.encode(np.stack(features))
+        prompt = jobs[0].options.initial_prompt
+        out: list[Transcript] = []
+        decoded = self._generate(encoded, jobs, window_s, prompt)
+        for job, size, (text, verdict) in zip(jobs, sizes, decoded, strict=True):
+            self._count(window_s, verdict)
+            if verdict is Verdict.PROMPT_ECHO:
+                out.append(self._whole(job.audio, replace(job.options, initial_prompt=None)))
+                continue
+            if verdict is not Verdict.OK:
+                if window_s < FULL_S:
+                    _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
+                out.append(self._sequential(job))
+                continue
+            hint = hinter.hint(text) if hinter is not None and len(jobs) == 1 else None
+            if hint is not None:
+                self._count(window_s, Verdict.REREAD)
+                second, trusted = self._generate(encoded, jobs, window_s, hint.prompt)[0]
+                if trusted is Verdict.OK and keeps(text, second, hint.names):
+                    self._count(window_s, Verdict.REREAD_KEPT)
+                    text = second
+            piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text)
+            out.append(
+                Transcript(
+                    text=text,
+                    language=job.language,
+                    audio_s=len(job.audio) / RATE,
+                    segments=(piece,),
+                )
+            )
+        return out
+
+    def _generate(
+        self, encoded: Any, jobs: list[_Job], window_s: float, prompt_text: str | None
+    ) -> list[tuple[str, Verdict]]:
+        """Decode the encoded window of each job with ``prompt_text``: its text and the
+        guard's verdict."""
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        fw = self._model
+        first = jobs[0]
+        task = first.options.task if self.multilingual else "transcribe"
+        tokenizer = Tokenizer(
+            fw.hf_tokenizer, self.multilingual, task=task, language=first.language
+        )
+        longest_s = max(len(job.audio) for job in jobs) / RATE
         previous: list[int] = []
-        if first.options.initial_prompt is not None:
-            previous = tokenizer.encode(" " + first.options.initial_prompt.strip())
+        if prompt_text is not None:
+            previous = tokenizer.encode(" " + prompt_text.strip())
         prompt = fw.get_prompt(tokenizer, previous, without_timestamps=True)
         # A loop ends at the guard's token limit, not at Whisper's 448: it is redone anyway.
         budget = TOKENS_PER_S_MAX * longest_s if window_s < FULL_S else fw.max_length
         max_length = min(fw.max_length, len(prompt) + max(TOKENS_FLOOR, int(budget)) + 1)
-        encoded = fw.encode(np.stack(features))
         results: list[Any] = fw.model.generate(
             encoded,
             [list(prompt) for _ in jobs],
@@ -250,8 +304,8 @@ class WhisperAsr(AsrModel):
             suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
             max_initial_timestamp_index=int(round(MAX_INITIAL_TIMESTAMP_S / fw.time_precision)),
         )
-        out: list[Transcript] = []
-        for job, size, result in zip(jobs, sizes, results, strict=True):
+        out = []
+        for job, result in zip(jobs, results, strict=True):
             generated = result.sequences_ids[0]
             tokens = [t for t in generated if t < tokenizer.eot]
             text = tokenizer.decode(tokens)
@@ -264,27 +318,10 @@ class WhisperAsr(AsrModel):
                     ended=len(prompt) + len(generated) < max_length,
                     no_speech_prob=float(result.no_speech_prob),
                     avg_logprob=float(avg_logprob),
-                    prompt=job.options.initial_prompt,
+                    prompt=prompt_text,
                 )
             )
-            self._count(window_s, verdict)
-            if verdict is Verdict.PROMPT_ECHO:
-                out.append(self._whole(job.audio, replace(job.options, initial_prompt=None)))
-                continue
-            if verdict is not Verdict.OK:
-                if window_s < FULL_S:
-                    _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
-                out.append(self._sequential(job))
-                continue
-            piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text.strip())
-            out.append(
-                Transcript(
-                    text=piece.text,
-                    language=job.language,
-                    audio_s=len(job.audio) / RATE,
-                    segments=(piece,),
-                )
-            )
+            out.append((text.strip(), verdict))
         return out
 
     def _sequential(self, job: _Job) -> Transcript:

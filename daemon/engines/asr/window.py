@@ -73,6 +73,11 @@ class Verdict(Enum):
     """Low average log-probability: the full window's temperature fallback decides."""
     NARROWBAND = "narrowband"
     """Telephone-band audio: decoded in the full window without trying a cut one."""
+    REREAD = "reread"
+    """Read a second time with a prompt of names resembling what was heard (counted
+    beside the first reading's own verdict)."""
+    REREAD_KEPT = "reread-kept"
+    """The second reading wrote one of those names: it replaced the first."""
     LOOP_CUT = "loop-cut"
     """The full window's decode looped too (its temperature fallback kept a repetition):
     the text is cut to the phrase's first time."""

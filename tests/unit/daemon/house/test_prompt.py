@@ -70,35 +70,47 @@ def publish(store: NameStore, *texts: str) -> None:
     asyncio.run(store.publish(names(*texts), 1.0))
 
 
-def test_an_empty_store_leaves_the_client_prompt_alone():
+def test_an_empty_store_asks_for_no_second_reading():
     store = NameStore()
-    assert store.prompt("Kitchen.", PromptBudget("m", 400, None, count)) == "Kitchen."
-    assert store.prompt(None, PromptBudget("m", 400, None, count)) is None
+    assert (
+        store.second_prompt("Kitchen.", PromptBudget("m", 400, None, count), "Neve's lamp") is None
+    )
+    assert store.matcher(PromptBudget("m", 400, None, count)) is None
 
 
-async def test_a_new_model_is_ranked_in_a_thread_while_its_first_prompt_waits_for_nothing():
+def test_the_second_prompt_holds_the_client_then_the_names_alike():
+    store = NameStore()
+    publish(store, "Kitchen", "Niamh's Lamp", "Glimmerbox", "Przedpokoj")
+    budget = PromptBudget("m", 400, None, count)
+    found = store.second_prompt("Ada's lamp.", budget, "Turn on Neve's lamp.")
+    assert found == ("Ada's lamp. Niamh's Lamp.", ("Niamh's Lamp",))
+    assert store.second_prompt(None, budget, "What time is it?") is None  # nothing alike
+    # Already written: nothing to gain from reading again.
+    assert store.second_prompt(None, budget, "Turn on Niamh's lamp.") is None
+
+
+async def test_a_new_model_is_matched_in_the_calling_thread_and_a_new_reading_before_use():
     store = NameStore()
     await store.publish(names("Kitchen", "Glimmerbox"), 1.0)
-    gate = threading.Event()
     threads: list[str] = []
 
-    def slow(text: str) -> int:
+    def counting(text: str) -> int:
         threads.append(threading.current_thread().name)
-        gate.wait(5)
         return count(text)
 
-    budget = PromptBudget("slow", 400, None, slow)
-    # The first prompt: the household's own order at once, the ranking under way.
-    assert store.prompt(None, budget) == "Kitchen, Glimmerbox."
-    gate.set()
-    async with asyncio.timeout(5):
-        while store.prompt(None, budget) != "Glimmerbox, Kitchen.":
-            await asyncio.sleep(0.01)
-    assert threading.main_thread().name not in threads
-    # A new reading is ranked for every model seen before it is swapped in.
+    budget = PromptBudget("counting", 400, None, counting)
+    # The first use (a worker thread in the daemon) makes the model's matcher.
+    first = await asyncio.to_thread(store.second_prompt, None, budget, "the glimmer box")
+    assert first == ("Glimmerbox.", ("Glimmerbox",))
+    assert threads and threading.main_thread().name not in threads
+    matcher = store.matcher(budget)
+    assert matcher is store.matcher(budget) and len(matcher) == 1  # kept; Kitchen is plain
+    # A new reading is matched for every model seen, in a thread, before it is swapped in.
+    threads.clear()
     await store.publish(names("Hue Go", "Przedpokoj"), 2.0)
-    assert store.prompt(None, budget) == "Przedpokoj, Hue Go."
-    await store.close()
+    assert threads and threading.main_thread().name not in threads
+    assert store.second_prompt(None, budget, "the Przed Pokoy") == ("Przedpokoj.", ("Przedpokoj",))
+    assert store.second_prompt(None, budget, "the glimmer box") is None  # gone with the reading
 
 
 async def test_status_shows_counts_and_time_never_names():
@@ -117,9 +129,3 @@ async def test_status_shows_counts_and_time_never_names():
     assert store.status()["refreshed_at"].endswith("14:20+00:00")
     store.forget()
     assert store.status()["names"] == 0
-
-
-def test_without_an_event_loop_the_ranking_is_used_at_once():
-    store = NameStore()
-    publish(store, "Kitchen", "Glimmerbox")
-    assert store.prompt(None, PromptBudget("m", 400, None, count)) == "Glimmerbox, Kitchen."
