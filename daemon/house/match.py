@@ -29,7 +29,7 @@ MAX_CANDIDATES = 8
 RESEMBLANCE_MIN = 0.5
 """A name this alike (Dice coefficient of letter pairs) to some words heard is a
 candidate. Lower finds more of the names said, and reads more utterances twice."""
-MAX_HEARD_WORDS = 64
+MAX_HEARD_WORDS = 32
 """A longer transcript is not a home command: only its first words are compared."""
 
 _NOT_LETTER = re.compile(r"[^a-z ]+")
@@ -42,6 +42,13 @@ def letters(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.translate(_FOLD))
     bare = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
     return " ".join(_NOT_LETTER.sub(" ", bare.replace("'", "").replace("’", "")).split())
+
+
+def spelled(text: str) -> str:
+    """``text`` in lower-case words, apostrophes and punctuation dropped, accents kept:
+    whether a name is written as the house spells it ("Przedpokoj" is not)."""
+    bare = text.replace("'", "").replace("’", "").casefold()
+    return " ".join("".join(c if c.isalnum() else " " for c in bare).split())
 
 
 def pairs(text: str) -> frozenset[str]:
@@ -57,7 +64,7 @@ class NameMatcher:
 
     def __init__(self, ranked: Sequence[Ranked]) -> None:
         self._names = [
-            (name, pairs(letters(name.text)), len(letters(name.text).split()), letters(name.text))
+            (name, pairs(letters(name.text)), len(letters(name.text).split()), spelled(name.text))
             for name in ranked
             if not name.plain and letters(name.text)
         ]
@@ -73,17 +80,25 @@ class NameMatcher:
         words = letters(heard).split()[:MAX_HEARD_WORDS]
         if not words or not self._names:
             return ()
-        joined = f" {' '.join(words)} "
+        written = f" {spelled(heard)} "
         # Each run of 1..longest words, as letter pairs, by its length in words.
         runs: dict[int, list[frozenset[str]]] = {}
         for size in range(1, min(self._longest, len(words)) + 1):
             runs[size] = [
                 pairs(" ".join(words[i : i + size])) for i in range(len(words) - size + 1)
             ]
+        # Every pair any run can hold: each word's own, and those across a word break.
+        heard_pairs = frozenset().union(*runs[1])
+        heard_pairs |= {a[-1] + b[0] for a, b in zip(words, words[1:], strict=False)}
         scored: list[tuple[float, int, Ranked]] = []
         for order, (name, grams, size, text) in enumerate(self._names):
-            if f" {text} " in joined:
-                continue  # written already: nothing to gain
+            if f" {text} " in written:
+                continue  # written already, as the house spells it: nothing to gain
+            # No run shares more pairs with the name than the whole transcript does, and
+            # 2m/(n+m) bounds the Dice coefficient of a run sharing m of the name's n.
+            shared = len(grams & heard_pairs)
+            if 2 * shared < RESEMBLANCE_MIN * (len(grams) + shared):
+                continue
             best = 0.0
             for length in range(1, min(size + 1, len(words)) + 1):
                 for run in runs[length]:

@@ -58,7 +58,8 @@ class NameStore:
         prompt = compose(client, found, budget) if found else None
         if prompt is None or prompt == client:
             return None
-        return prompt, tuple(name.text for name in found)
+        # Only the names the budget let in: the second reading is kept for those.
+        return prompt, tuple(name.text for name in found if name.text in prompt)
 
     def matcher(self, budget: PromptBudget) -> NameMatcher | None:
         """Model ``budget.key``'s matcher for the current reading (made now, in the

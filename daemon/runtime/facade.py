@@ -74,7 +74,7 @@ class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
         same engines."""
         self._profiles = session_profiles(self.config)
         self._house = house
-        """The household's names, which every speech session's prompt ends with."""
+        """The household's names, which every speech session's second reading looks for."""
 
     def wraps(self, engines: Engines, config: Config) -> bool:
         """Whether this facade is over ``engines`` under ``config`` (the service makes

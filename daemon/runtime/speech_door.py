@@ -5,6 +5,7 @@ streams, and the speech sessions a conversation hears through (see
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -29,6 +30,8 @@ from daemon.speech.upload import stream_upload, transcribe_upload
 from daemon.speech.wake_gate import WakeListener
 from daemon.voices.enroll import Enrollment, TakeCheck
 
+_LOGGER = logging.getLogger(__name__)
+
 
 class HouseHints:
     """A session's :class:`Hinter`: the household's names as they are at each decode."""
@@ -39,8 +42,13 @@ class HouseHints:
         self._budget = budget
 
     def hint(self, heard: str) -> Hint | None:
-        """The household's names most like ``heard``, as a second reading's prompt."""
-        found = self._house.second_prompt(self._client, self._budget, heard)
+        """The household's names most like ``heard``, as a second reading's prompt (None
+        when none is alike, or the matching failed: the first reading then stands)."""
+        try:
+            found = self._house.second_prompt(self._client, self._budget, heard)
+        except Exception as exc:  # noqa: BLE001 - the names are a bonus; never fail a decode
+            _LOGGER.warning("Matching the household's names failed: %s", type(exc).__name__)
+            return None
         return None if found is None else Hint(*found)
 
 

@@ -76,7 +76,7 @@ class Decodes:
         self._last_partial_text = ""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.calls = 0
-        """Whisper decodes started (partials included)."""
+        """Decodes started (partials included; a final with its second reading counts once)."""
         self.finished = False
         """No partial is worth sending any more (the utterance is being finished)."""
 

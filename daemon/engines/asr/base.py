@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -11,6 +12,8 @@ import numpy as np
 
 from daemon.engines.asr.hints import Hinter, keeps
 from daemon.errors import InvalidRequest, UnsupportedLanguage
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,11 @@ class AsrModel(ABC):
         hint = hinter.hint(first.text)
         if hint is None:
             return first
-        second = self.transcribe(audio, replace(options, initial_prompt=hint.prompt))
+        try:
+            second = self.transcribe(audio, replace(options, initial_prompt=hint.prompt))
+        except Exception as exc:  # noqa: BLE001 - the first reading stands
+            _LOGGER.warning("The second reading failed (%s); the first stands", type(exc).__name__)
+            return first
         return second if keeps(first.text, second.text, hint.names) else first
 
     def transcribe_segments(

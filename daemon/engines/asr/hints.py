@@ -44,7 +44,8 @@ class Hinter(Protocol):
 
 def _letters(text: str) -> str:
     """Words in lower case with punctuation and apostrophes dropped, accents kept."""
-    kept = "".join(c if c.isalnum() or c.isspace() else " " for c in text.replace("'", ""))
+    bare = text.replace("'", "").replace("\u2019", "")
+    kept = "".join(c if c.isalnum() or c.isspace() else " " for c in bare)
     return " ".join(kept.casefold().split())
 
 
@@ -60,12 +61,17 @@ MORE_WORDS_MAX = 1
 takes the place of the words Whisper wrote for it ("Mammals Lap", "Mamó's Lamp"), it
 adds none. Longer, it has begun to say the utterance again ("Turn on Ciarán's Lamp.
 Turn on Ciarán"), which the guard lets through when the repeat is cut short."""
+FEWER_WORDS_MAX = 3
+"""...and this many fewer: a name may stand for a few words ("the dark, golden" for
+"the Dachboden"), not for the rest of the sentence."""
 
 
 def keeps(first: str, second: str, names: Sequence[str]) -> bool:
     """Whether the second reading replaces the first: it writes one of ``names`` that
-    the first did not write, in about as many words. A second reading that only moves
+    the first did not write, in about as many words (``Niamh's Lamp.`` for "Turn on
+    Neve's lamp and the kitchen light" is dropped). A second reading that only moves
     other words (what a prompt of names does to ordinary speech) is dropped."""
-    if len(second.split()) > len(first.split()) + MORE_WORDS_MAX:
+    more = len(second.split()) - len(first.split())
+    if more > MORE_WORDS_MAX or more < -FEWER_WORDS_MAX:
         return False
     return any(writes(name, second) and not writes(name, first) for name in names)

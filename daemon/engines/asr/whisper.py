@@ -238,7 +238,7 @@ class WhisperAsr(AsrModel):
         encoded = fw.encode(np.stack(features))
         prompt = jobs[0].options.initial_prompt
         out: list[Transcript] = []
-        decoded = self._generate(encoded, jobs, window_s, prompt)
+        decoded = _generate(self, encoded, jobs, window_s, prompt)
         for job, size, (text, verdict) in zip(jobs, sizes, decoded, strict=True):
             self._count(window_s, verdict)
             if verdict is Verdict.PROMPT_ECHO:
@@ -249,13 +249,8 @@ class WhisperAsr(AsrModel):
                     _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
                 out.append(self._sequential(job))
                 continue
-            hint = hinter.hint(text) if hinter is not None and len(jobs) == 1 else None
-            if hint is not None:
-                self._count(window_s, Verdict.REREAD)
-                second, trusted = self._generate(encoded, jobs, window_s, hint.prompt)[0]
-                if trusted is Verdict.OK and keeps(text, second, hint.names):
-                    self._count(window_s, Verdict.REREAD_KEPT)
-                    text = second
+            if hinter is not None and len(jobs) == 1:
+                text = self._reread(encoded, job, window_s, text, hinter)
             piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text)
             out.append(
                 Transcript(
@@ -267,62 +262,23 @@ class WhisperAsr(AsrModel):
             )
         return out
 
-    def _generate(
-        self, encoded: Any, jobs: list[_Job], window_s: float, prompt_text: str | None
-    ) -> list[tuple[str, Verdict]]:
-        """Decode the encoded window of each job with ``prompt_text``: its text and the
-        guard's verdict."""
-        from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_suppressed_tokens
-
-        fw = self._model
-        first = jobs[0]
-        task = first.options.task if self.multilingual else "transcribe"
-        tokenizer = Tokenizer(
-            fw.hf_tokenizer, self.multilingual, task=task, language=first.language
-        )
-        longest_s = max(len(job.audio) for job in jobs) / RATE
-        previous: list[int] = []
-        if prompt_text is not None:
-            previous = tokenizer.encode(" " + prompt_text.strip())
-        prompt = fw.get_prompt(tokenizer, previous, without_timestamps=True)
-        # A loop ends at the guard's token limit, not at Whisper's 448: it is redone anyway.
-        budget = TOKENS_PER_S_MAX * longest_s if window_s < FULL_S else fw.max_length
-        max_length = min(fw.max_length, len(prompt) + max(TOKENS_FLOOR, int(budget)) + 1)
-        results: list[Any] = fw.model.generate(
-            encoded,
-            [list(prompt) for _ in jobs],
-            beam_size=first.beam_size,
-            patience=1,
-            length_penalty=1,
-            repetition_penalty=1,
-            no_repeat_ngram_size=0,
-            max_length=max_length,
-            return_scores=True,
-            return_no_speech_prob=True,
-            suppress_blank=True,
-            suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
-            max_initial_timestamp_index=int(round(MAX_INITIAL_TIMESTAMP_S / fw.time_precision)),
-        )
-        out = []
-        for job, result in zip(jobs, results, strict=True):
-            generated = result.sequences_ids[0]
-            tokens = [t for t in generated if t < tokenizer.eot]
-            text = tokenizer.decode(tokens)
-            avg_logprob = result.scores[0] * len(generated) / (len(generated) + 1)
-            verdict = judge(
-                Decode(
-                    text=text,
-                    tokens=len(tokens),
-                    audio_s=len(job.audio) / RATE,
-                    ended=len(prompt) + len(generated) < max_length,
-                    no_speech_prob=float(result.no_speech_prob),
-                    avg_logprob=float(avg_logprob),
-                    prompt=prompt_text,
-                )
-            )
-            out.append((text.strip(), verdict))
-        return out
+    def _reread(self, encoded: Any, job: _Job, window_s: float, text: str, hinter: Hinter) -> str:
+        """The second reading of ``job``'s encoded window with the prompt ``hinter`` gives
+        for ``text``: its text when the guard trusts it and :func:`keeps` says so, else
+        ``text`` (also when it fails)."""
+        hint = hinter.hint(text)
+        if hint is None:
+            return text
+        self._count(window_s, Verdict.REREAD)
+        try:
+            second, verdict = _generate(self, encoded, [job], window_s, hint.prompt)[0]
+        except Exception as exc:  # noqa: BLE001 - the first reading stands
+            _LOGGER.warning("The second reading failed (%s); the first stands", type(exc).__name__)
+            return text
+        if verdict is not Verdict.OK or not keeps(text, second, hint.names):
+            return text
+        self._count(window_s, Verdict.REREAD_KEPT)
+        return second
 
     def _sequential(self, job: _Job) -> Transcript:
         return self._whole(job.audio, job.options)
@@ -376,3 +332,59 @@ class WhisperAsr(AsrModel):
             language_probability=float(info.language_probability or 1.0),
             segments=tuple(parts),
         )
+
+
+def _generate(
+    asr: WhisperAsr, encoded: Any, jobs: list[_Job], window_s: float, prompt_text: str | None
+) -> list[tuple[str, Verdict]]:
+    """Decode the encoded window of each job with ``prompt_text``: its text and the
+    guard's verdict."""
+    from faster_whisper.tokenizer import Tokenizer
+    from faster_whisper.transcribe import get_suppressed_tokens
+
+    fw = asr._model
+    first = jobs[0]
+    task = first.options.task if asr.multilingual else "transcribe"
+    tokenizer = Tokenizer(fw.hf_tokenizer, asr.multilingual, task=task, language=first.language)
+    longest_s = max(len(job.audio) for job in jobs) / RATE
+    previous: list[int] = []
+    if prompt_text is not None:
+        previous = tokenizer.encode(" " + prompt_text.strip())
+    prompt = fw.get_prompt(tokenizer, previous, without_timestamps=True)
+    # A loop ends at the guard's token limit, not at Whisper's 448: it is redone anyway.
+    budget = TOKENS_PER_S_MAX * longest_s if window_s < FULL_S else fw.max_length
+    max_length = min(fw.max_length, len(prompt) + max(TOKENS_FLOOR, int(budget)) + 1)
+    results: list[Any] = fw.model.generate(
+        encoded,
+        [list(prompt) for _ in jobs],
+        beam_size=first.beam_size,
+        patience=1,
+        length_penalty=1,
+        repetition_penalty=1,
+        no_repeat_ngram_size=0,
+        max_length=max_length,
+        return_scores=True,
+        return_no_speech_prob=True,
+        suppress_blank=True,
+        suppress_tokens=get_suppressed_tokens(tokenizer, [-1]),
+        max_initial_timestamp_index=int(round(MAX_INITIAL_TIMESTAMP_S / fw.time_precision)),
+    )
+    out = []
+    for job, result in zip(jobs, results, strict=True):
+        generated = result.sequences_ids[0]
+        tokens = [t for t in generated if t < tokenizer.eot]
+        text = tokenizer.decode(tokens)
+        avg_logprob = result.scores[0] * len(generated) / (len(generated) + 1)
+        verdict = judge(
+            Decode(
+                text=text,
+                tokens=len(tokens),
+                audio_s=len(job.audio) / RATE,
+                ended=len(prompt) + len(generated) < max_length,
+                no_speech_prob=float(result.no_speech_prob),
+                avg_logprob=float(avg_logprob),
+                prompt=prompt_text,
+            )
+        )
+        out.append((text.strip(), verdict))
+    return out

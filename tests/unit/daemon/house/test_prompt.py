@@ -85,6 +85,11 @@ def test_the_second_prompt_holds_the_client_then_the_names_alike():
     found = store.second_prompt("Ada's lamp.", budget, "Turn on Neve's lamp.")
     assert found == ("Ada's lamp. Niamh's Lamp.", ("Niamh's Lamp",))
     assert store.second_prompt(None, budget, "What time is it?") is None  # nothing alike
+    # Only the names the budget let in are the ones a second reading is kept for.
+    tight = PromptBudget("m", 26, None, count)
+    found = store.second_prompt("Ada's lamp.", tight, "Neve's lamp, Glimmer box")
+    assert found is not None and found[0].count(",") == 0  # room for one name only
+    assert found[1] in (("Niamh's Lamp",), ("Glimmerbox",)) and found[1][0] in found[0]
     # Already written: nothing to gain from reading again.
     assert store.second_prompt(None, budget, "Turn on Niamh's lamp.") is None
 

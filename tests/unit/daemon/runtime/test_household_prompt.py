@@ -17,6 +17,7 @@ from wyoming.asr import Transcript as Transcript_
 from daemon.engines.asr.base import TranscribeOptions, Transcript
 from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.house.names import HouseName, NameKind, SourceState, Tier
+from daemon.house.prompt import PromptBudget
 from daemon.house.store import NameStore
 from daemon.runtime.facade import Hearth
 from daemon.runtime.profiles import Profile
@@ -146,4 +147,18 @@ async def test_a_wyoming_request_reads_again_with_the_clients_names_then_the_hou
     await client.close()
     assert transcript.text == "turn on Niamh's Lamp"
     prompts = [call.options.initial_prompt for call in fakes.asr["fake"].calls]
-    assert prompts[-2:] == ["Ada's lamp, porch.", "Ada's lamp, porch. Niamh's Lamp."]
+    # Every first reading (partials included) has the client's names only; the final
+    # one's second reading has the household's after them, once.
+    second = "Ada's lamp, porch. Niamh's Lamp."
+    assert prompts[-1] == second and prompts.count(second) == 1
+    assert set(prompts[:-1]) == {"Ada's lamp, porch."}
+
+
+def test_a_failing_match_leaves_the_first_reading_and_logs_no_name(store, caplog):
+    class Broken(NameStore):
+        def second_prompt(self, *args: object) -> None:
+            raise RuntimeError("Niamh's Lamp")
+
+    hints = HouseHints(Broken(), None, PromptBudget("m", 400))
+    assert hints.hint("Turn on Neve's lamp.") is None
+    assert "RuntimeError" in caplog.text and "Niamh" not in caplog.text

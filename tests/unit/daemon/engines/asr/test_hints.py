@@ -24,6 +24,12 @@ def test_a_second_reading_is_kept_only_for_a_new_name():
     first, looped = "Turn on Karen's lamp.", "Turn on Ciarán's Lamp. Turn on Ciarán"
     assert not keeps(first, looped, ("Ciarán's Lamp",))
     assert keeps(first, "Turn on Ciarán's Lamp.", ("Ciarán's Lamp",))
+    # The name for the whole sentence: the rest of what was said is lost.
+    long = "Turn on Karen's lamp and the kitchen light, please."
+    assert not keeps(long, "Ciarán's Lamp.", ("Ciarán's Lamp",))
+    assert keeps("Turn on the light in the dark, golden.", "Turn on the light in the Dachboden.",
+                 ("Dachboden",))  # fmt: skip
+    assert writes("Niamh's Lamp", "Turn on Niamh’s lamp")  # a typographic apostrophe
     # Written already by the first reading: nothing gained.
     assert not keeps("the Obergeschoss light", "the Obergeschoss Light,", names)
 
@@ -69,6 +75,20 @@ def test_the_default_reads_twice_and_keeps_the_name():
     assert model.prompts == ["Ada.", "Ada. Mamó's Lamp."] and hinter.heard == [
         "Turn on Mammals Lap."
     ]
+
+
+class Failing(Scripted):
+    def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
+        if options.initial_prompt:
+            raise ConnectionError("the remote server went away")
+        return super().transcribe(audio, options)
+
+
+def test_a_second_reading_that_fails_leaves_the_first(caplog):
+    model = Failing("Turn on Mammals Lap.", "")
+    hinter = Hinter(Hint("Mamó's Lamp.", ("Mamó's Lamp",)))
+    got = model.transcribe_hinted(np.zeros(16000, np.float32), TranscribeOptions(), hinter)
+    assert got.text == "Turn on Mammals Lap." and "ConnectionError" in caplog.text
 
 
 def test_no_hint_is_one_reading_and_a_second_without_the_name_is_dropped():
