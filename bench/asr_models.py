@@ -46,12 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench.heldout import FORMATS, build_set, normalize, wav_file, wer  # noqa: E402
 from bench.results import machine, write_section  # noqa: E402
-from bench.signals import espeak_pcm  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
 from daemon.engines.asr.whisper import WhisperAsr  # noqa: E402
 from daemon.engines.models import resolve_whisper  # noqa: E402
-from tests.helpers import word_edits  # noqa: E402
+from tests.helpers import espeak_pcm, word_edits  # noqa: E402
 
 MODELS = ("tiny.en", "base")
 WINDOWS = ("30", "auto")

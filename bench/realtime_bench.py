@@ -46,11 +46,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results import machine, write_section  # noqa: E402
-from bench.signals import espeak_pcm  # noqa: E402
 from bench.webrtc_bench import UTTERANCE, speak  # noqa: E402
 from daemon.audio.pcm import resample_pcm  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, words  # noqa: E402
+from tests.helpers import espeak_pcm, free_port, words  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402
 
 RATE = 16000

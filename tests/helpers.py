@@ -6,13 +6,15 @@ import asyncio
 import difflib
 import re
 import socket
+import struct
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from daemon.audio.pcm import RATE, encode, pcm_to_float
+from daemon.audio.pcm import RATE, encode, pcm_to_float, resample_pcm
 from daemon.engines.asr.base import AsrModel, TranscribeOptions, Transcript
 from daemon.engines.vad.base import Vad, VadStream
 
@@ -234,3 +236,15 @@ def trimmed(pcm: np.ndarray) -> np.ndarray:
     frames = pcm[: len(pcm) // 160 * 160].astype(np.float32).reshape(-1, 160) / 32768
     loud = np.flatnonzero(np.sqrt((frames**2).mean(axis=1)) > 0.01)
     return pcm[loud[0] * 160 : (loud[-1] + 1) * 160]
+
+
+def espeak_pcm(voice: str, wpm: int, text: str) -> np.ndarray:
+    """eSpeak NG (the Debian package) saying ``text``: 16 kHz int16, as it speaks it."""
+    out = subprocess.run(
+        ["espeak-ng", "-v", voice, "-s", str(wpm), "--stdout", text],
+        check=True,
+        capture_output=True,
+    ).stdout
+    rate = struct.unpack("<I", out[24:28])[0]
+    pcm = resample_pcm(out[44 : 44 + (len(out) - 44) // 2 * 2], rate, RATE)
+    return np.frombuffer(pcm, "<i2")

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import struct
-import subprocess
 import unicodedata
 from collections.abc import Iterator
 
@@ -35,11 +33,11 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
-from daemon.audio.pcm import RATE, resample_pcm
+from daemon.audio.pcm import RATE
 from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.models import embedded_whisper
 from tests.daemon import Daemon
-from tests.helpers import PCM_HEADERS, assert_heard, paced, silence, wav, words
+from tests.helpers import PCM_HEADERS, assert_heard, espeak_pcm, paced, silence, wav, words
 from tests.reference import Reference, reference_of
 
 pytestmark = pytest.mark.e2e
@@ -79,14 +77,7 @@ def espeak(voice: str, text: str) -> np.ndarray:
     """eSpeak NG's ``voice`` saying ``text``: int16 at 16 kHz, with silence around it."""
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (make test installs it as root)")
-    out = subprocess.run(
-        ["espeak-ng", "-v", voice, "-s", str(ESPEAK_WPM), "--stdout", text],
-        capture_output=True,
-        check=True,
-    ).stdout
-    rate = struct.unpack("<I", out[24:28])[0]
-    speech = np.frombuffer(resample_pcm(out[44:], rate, RATE), dtype="<i2")
-    return np.concatenate([silence(0.3), speech, silence(0.7)])
+    return np.concatenate([silence(0.3), espeak_pcm(voice, ESPEAK_WPM, text), silence(0.7)])
 
 
 @pytest.fixture(scope="module")
