@@ -71,6 +71,7 @@ from bench.heldout import (  # noqa: E402
     wer,
 )
 from bench.results import machine, write_section  # noqa: E402
+from daemon.engines.asr.hints import writes  # noqa: E402
 
 FORMAT = FORMATS[0]
 """16 kHz s16 mono: what Home Assistant and a Willow device send."""
@@ -154,18 +155,6 @@ def willow(url: str, pcm: bytes) -> str:
 # --------------------------------------------------------------------------- scoring
 
 
-def _letters(text: str) -> str:
-    """Words in lower case, punctuation dropped, accents kept."""
-    kept = "".join(c if c.isalnum() or c.isspace() else " " for c in text.replace("'", ""))
-    return " ".join(kept.casefold().split())
-
-
-def written(name: str, text: str) -> bool:
-    """Whether ``text`` writes ``name`` with its letters and accents (case, punctuation
-    and apostrophes aside)."""
-    return f" {_letters(name)} " in f" {_letters(text)} "
-
-
 def folded(text: str) -> str:
     """Accents folded, for WER ("Siobhán" and "Siobhan" are one word)."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
@@ -174,15 +163,15 @@ def folded(text: str) -> str:
 def name_scores(clips: list[NameClip], texts: list[str]) -> tuple[float, float, float]:
     """WER (%), commands with every name written exactly (%), names written exactly (%)."""
     pairs = [(folded(c.clip.text), folded(t)) for c, t in zip(clips, texts, strict=True)]
-    whole = [all(written(n, t) for n in c.names) for c, t in zip(clips, texts, strict=True)]
-    each = [written(n, t) for c, t in zip(clips, texts, strict=True) for n in c.names]
+    whole = [all(writes(n, t) for n in c.names) for c, t in zip(clips, texts, strict=True)]
+    each = [writes(n, t) for c, t in zip(clips, texts, strict=True) for n in c.names]
     return wer(pairs), 100.0 * sum(whole) / len(whole), 100.0 * sum(each) / len(each)
 
 
 def invented_names(clips: list[Clip], texts: list[str], names: list[str]) -> int:
     """Clips whose transcript writes one of ``names`` that the speaker did not say."""
     return sum(
-        any(written(n, t) and not written(n, c.text) for n in names)
+        any(writes(n, t) and not writes(n, c.text) for n in names)
         for c, t in zip(clips, texts, strict=True)
     )
 
