@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -139,7 +139,12 @@ class Decodes:
             return  # only silence arrived since: the decode in flight still holds
         self.discard()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        task = self.decode(self._intake.audio(*rng), self.options.transcribe, final=True)
+        options = self.options.transcribe
+        if turn_check_s is not None and self.settings.turn.text:
+            # The turn decision reads these words: say where the speech ends, so a
+            # word Whisper writes into the silence after it is not taken as said.
+            options = replace(options, speech_end_s=(speech_end - rng[0]) / RATE)
+        task = self.decode(self._intake.audio(*rng), options, final=True)
         spec = Speculation(rng[0], speech_end, task)
         self.spec = spec
         speech_ms = int((rng[1] - rng[0]) * 1000 / RATE)

@@ -32,7 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat
-from daemon.engines.asr.base import AsrModel
+from daemon.engines.asr.base import AsrModel, Transcript
 from daemon.engines.turn.base import TurnModel
 from daemon.engines.vad.base import Vad
 from daemon.engines.workers import WorkerPool
@@ -242,6 +242,7 @@ class SpeechSession(SessionViews):
                 self.decodes.discard()
             elif event.kind == "ended" and event.reason != "no-speech":
                 # (Given up without speech, no voice started: none stops.)
+                _LOGGER.debug("Utterance ended by %s at %.2f s", event.reason, event.at_s)
                 self._emit(VoiceStopped(int(event.at_s * 1000)))
             elif event.kind == "turn_check":
                 self._check_turn(event.at_s)
@@ -261,10 +262,17 @@ class SpeechSession(SessionViews):
             return
         self._check_due = None
         ep = self.endpointer
-        if turns.should_skip(self.intake.recording()):
+        recording = self.intake.recording()
+        if turns.should_skip(recording):
             # The turn model saves time only on an idle machine and a live speaker:
-            # the fixed trailing silence ends this pause instead.
-            self._handle(ep.turn_unasked(speech_end_s))
+            # the fixed trailing silence ends this pause instead, unless its words
+            # leave the sentence open (they cost no CPU to read).
+            words = None if recording else self.decodes.words_at(speech_end_s)
+            if words is None:
+                self._handle(ep.turn_unasked(speech_end_s))
+                return
+            turns.task = asyncio.ensure_future(self._words_decide(words, speech_end_s))
+            self.decodes.track(turns.task)
             return
         samples = self.intake.samples
         first = int((ep.speech_start_s or 0.0) * RATE) - int(self.settings.padding_s * RATE)
@@ -273,6 +281,18 @@ class SpeechSession(SessionViews):
         turns.asked += 1
         turns.task = asyncio.ensure_future(self._decide_turn(audio, speech_end_s))
         self.decodes.track(turns.task)
+
+    async def _words_decide(self, words: asyncio.Task[Transcript], speech_end_s: float) -> None:
+        """A pause the turn model was not asked about: open words hold it to the
+        longest pause; otherwise the fixed silence ends it."""
+        assert self.turns is not None
+        held = await self.turns.words_only(words)
+        async with self._lock:
+            if self._finished or held:
+                return
+            self._handle(self.endpointer.turn_unasked(speech_end_s))
+            await self._after_end()
+        await self._flush()
 
     async def _decide_turn(self, audio: np.ndarray, speech_end_s: float) -> None:
         assert self.turns is not None

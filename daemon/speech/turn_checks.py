@@ -93,14 +93,22 @@ class TurnChecks:
             return None
         return await self._judge(verdict, words)
 
+    async def words_only(self, words: asyncio.Task[Transcript] | None) -> bool:
+        """Whether the pause's words leave the sentence open, when the turn model was
+        not asked (a busy machine): reading them costs no CPU, and "Set a timer for"
+        must not end at the fixed silence either. False: the fixed silence decides."""
+        if words is None or not self.policy.text:
+            return False
+        text, turn = await _read(words)
+        _LOGGER.debug("Turn check skipped; words %r (%s)", text, turn.value)
+        return turn is TextTurn.INCOMPLETE
+
     async def _judge(self, verdict: TurnPrediction, words: asyncio.Task[Transcript] | None) -> bool:
         policy = self.policy
         text: str | None = None
+        turn = TextTurn.UNKNOWN
         if words is not None and wants_text(policy, verdict.probability, verdict.complete):
-            await asyncio.wait({words})  # a discarded decode is cancelled: no words
-            if not words.cancelled() and words.exception() is None:
-                text = words.result().text
-        turn = TextTurn.UNKNOWN if text is None else text_turn(text)
+            text, turn = await _read(words)
         complete = turn_complete(policy, verdict.probability, verdict.complete, turn)
         self.judgements.append(TurnJudgement(verdict.probability, text, turn, complete))
         _LOGGER.debug(
@@ -111,3 +119,19 @@ class TurnChecks:
             "complete" if complete else "not complete",
         )
         return complete
+
+
+async def _read(words: asyncio.Task[Transcript]) -> tuple[str | None, TextTurn]:
+    """The words of a speculative decode and what they say about the turn, in the
+    language decoded. Without the words written after the end of speech, an open
+    ending may show ("Set a timer for it." -> "Set a timer for"): the more open of the
+    two readings counts, so leaving a word out never ends a turn sooner."""
+    await asyncio.wait({words})  # a discarded decode is cancelled: no words
+    if words.cancelled() or words.exception() is not None:
+        return None, TextTurn.UNKNOWN
+    result = words.result()
+    turn = text_turn(result.text, result.language)
+    if turn is not TextTurn.INCOMPLETE and result.heard_text is not None:
+        if text_turn(result.heard_text, result.language) is TextTurn.INCOMPLETE:
+            return result.heard_text, TextTurn.INCOMPLETE
+    return result.text, turn

@@ -4,8 +4,9 @@ When the speaker pauses, the session already decodes the utterance so far (the
 speculative transcript). Its last word says a lot about whether the turn is over:
 a command that ends in "for", "and", "to", "the" or a filler ("um") is not finished
 in any voice, whatever the pitch does. Text-based turn detectors (LiveKit's, for
-one) work from that signal; here it is a short word list, and it joins the
-acoustic model in :func:`turn_complete`:
+one) work from that signal; here it is a short word list per language
+(:mod:`daemon.speech.turn_words`), and it joins the acoustic model in
+:func:`turn_complete`:
 
 - a transcript that cannot end a command vetoes "complete";
 - a transcript that can end one lowers the bar to ``text_threshold``: the acoustic
@@ -22,6 +23,8 @@ import enum
 import re
 from dataclasses import dataclass
 
+from daemon.speech.turn_words import Endings, endings
+
 
 class TextTurn(enum.Enum):
     """What the words so far say about the turn."""
@@ -34,39 +37,37 @@ class TextTurn(enum.Enum):
     """The words could end a command here."""
 
 
-CONTINUING = frozenset(
-    {
-        # Articles and possessives: a noun must follow.
-        *("a", "an", "the", "my", "your", "our", "their", "its", "some", "every"),
-        # Conjunctions: another clause must follow.
-        *("and", "or", "but", "nor", "because", "so", "than", "if", "unless", "whether"),
-        # Prepositions that need an object ("on", "off", "in", "up" and "down" end
-        # commands such as "Turn the lights on", so they are not here).
-        *("to", "for", "of", "with", "from", "into", "onto", "at", "about", "between"),
-        *("towards", "until", "by", "via", "per"),
-    }
-)
-"""English words a spoken command does not end with."""
-FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "er", "erm", "hmm", "mm", "ah", "eh"})
-"""Hesitations: the speaker is still thinking."""
 _TRAILING_OFF = re.compile(r"(\.\.\.|…|,|-|–|—|;|:)\s*$")
 """Punctuation Whisper writes where speech trails off or a list goes on."""
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 """A word: letters or digits ("50" in "to 50%" is the command's last word)."""
 
 
-def text_turn(text: str) -> TextTurn:
-    """What a (speculative) transcript says about the end of the turn."""
+def text_turn(text: str, language: str | None = None) -> TextTurn:
+    """What a (speculative) transcript says about the end of the turn.
+
+    ``language`` picks the rules (:mod:`daemon.speech.turn_words`; None: English). A
+    language without rules says UNKNOWN for any words but a trailing-off mark.
+    """
     stripped = text.strip()
-    words = _WORD.findall(stripped.lower())
+    words = [w.strip("'’") for w in _WORD.findall(stripped.lower())]
     if not words:
         return TextTurn.UNKNOWN
     if _TRAILING_OFF.search(stripped):
         return TextTurn.INCOMPLETE
-    last = words[-1].strip("'")
-    if last in CONTINUING or last in FILLERS:
+    rules = endings(language)
+    if rules is None:
+        return TextTurn.UNKNOWN
+    last = words[-1]
+    if last in rules.continuing or last in rules.fillers:
         return TextTurn.INCOMPLETE
+    if len(words) > 1 and words[-2] in rules.duration and _number(last, rules):
+        return TextTurn.INCOMPLETE  # "for ten": the unit is still to come
     return TextTurn.COMPLETE
+
+
+def _number(word: str, rules: Endings) -> bool:
+    return word.isdigit() or word in rules.numbers
 
 
 @dataclass(frozen=True)

@@ -194,11 +194,35 @@ async def test_pipeline_speaks_the_llm_reply(engines):
     assert len(engines.chat.conversations.history("t1")) == 2
 
 
+async def feed_paced(session, audio: np.ndarray) -> None:
+    """Feed int16 audio in 20 ms chunks at real time (a live speaker)."""
+    step = int(RATE * 0.02)
+    for i in range(0, len(audio), step):
+        await session.feed(audio[i : i + step].tobytes())
+        await asyncio.sleep(0.02)
+
+
+async def pause_settled(session, seen: list[object]) -> None:
+    """Wait (wall time, the audio clock stopped) until the pause's speculative decode
+    and its turn decision are in: the speaker resumes after the decision, however
+    slowly this machine decodes."""
+    from daemon.speech.events import SpeculativeTranscript
+
+    for _ in range(1200):  # 60 s at most
+        decided = session.turn_checks + session.turn_skips >= 1 and not session.turns.in_flight
+        if decided and any(isinstance(e, SpeculativeTranscript) for e in seen):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the pause was never decided: {seen}")
+
+
 async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
-    # "Set a timer for ... ten minutes." at real time, hands-free, replies on: the pause
-    # is long enough for the speculative decode and its reply to start, and for the turn
-    # model to be asked (the words end in "for": the turn goes on). Speech resumes, so
-    # both are dropped: one final, one reply, to the whole sentence.
+    # "Set a timer for ... ten minutes." hands-free, replies on. The head is spoken as a
+    # sentence of its own, so it ends with a fall the turn model hears as finished; its
+    # words ("for") keep the turn open. The pause is held until its speculative decode
+    # and the turn decision are in (a slow machine decides the same), then speech
+    # resumes: the guess and its reply are dropped, one final and one reply follow.
+    from daemon.speech.endpoint import EndpointState
     from daemon.speech.events import (
         ReplyDone,
         RunEnded,
@@ -207,7 +231,6 @@ async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
     )
 
     head, tail = trimmed(speak("Set a timer for")), trimmed(speak("ten minutes."))
-    audio = np.concatenate([silence(0.3), head, silence(0.45), tail, silence(1.8)])
     session = engines.new_session(options=SessionOptions(partials=False, hands_free=True))
     session.start(AudioFormat(RATE, 2, 1))
     replies = engines.pipeline.replies("goes-on", speak=True, tts_options=DETERMINISTIC)
@@ -223,11 +246,14 @@ async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
                 await replies.observe(event)
 
     listener = asyncio.ensure_future(listen())
-    step = int(RATE * 0.02)
-    for i in range(0, len(audio), step):
-        await session.feed(audio[i : i + step].tobytes())
-        await asyncio.sleep(0.02)
-    await asyncio.sleep(0.5)
+    await feed_paced(session, np.concatenate([silence(0.3), head, silence(0.3)]))
+    await pause_settled(session, seen)
+    # The decision: the sentence goes on (the words end in "for").
+    assert session.endpointer.state is EndpointState.PAUSED, seen
+    assert not any(isinstance(e, (VoiceStopped, FinalTranscript)) for e in seen), seen
+    if session.judgements:
+        assert not session.judgements[-1].complete, session.judgements
+    await feed_paced(session, np.concatenate([silence(0.5), tail, silence(1.8)]))
     for _ in range(600):  # the reply is under way: wait for it to end (60 s at most)
         if runs:
             break
@@ -240,7 +266,7 @@ async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
     assert len(guesses) >= 2, guesses  # one at the pause, one at the end
     assert any(isinstance(e, SpeculationDiscarded) for e in seen)
     finals = [e for e in seen if isinstance(e, FinalTranscript)]
-    assert len(finals) == 1 and len(runs) == 1
+    assert len(finals) == 1 and len(runs) == 1, seen
     assert_heard(finals[0].text, "Set a timer for ten minutes.", "timer", "minutes")
     done = [e for e in runs[0] if isinstance(e, ReplyDone)]
     assert len(done) == 1 and done[0].text

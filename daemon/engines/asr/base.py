@@ -27,6 +27,11 @@ class TranscribeOptions:
     initial_prompt: str | None = None
     timestamps: bool = False
     """Decode segment timestamps (subtitles); off is faster."""
+    speech_end_s: float | None = None
+    """Where the speech the VAD heard ends in this audio (s; None: unknown). A model
+    that can place its words in time then says which of them start after it:
+    Whisper writes words into the silence after an unfinished sentence ("Set a timer
+    for it."), and :attr:`Transcript.heard` leaves them out."""
 
     def __post_init__(self) -> None:
         if self.beam_size is not None and not 1 <= self.beam_size <= 10:
@@ -63,6 +68,15 @@ class Transcript:
     language_probability: float = 1.0
     segments: tuple[Segment, ...] = ()
     """Timed pieces, where the model reports them."""
+    heard_text: str | None = None
+    """The words that start before the end of speech (``speech_end_s``), where the
+    model placed its words after it; None: every word of ``text`` was heard."""
+
+    @property
+    def heard(self) -> str:
+        """The text without words written after the end of speech (see
+        :attr:`TranscribeOptions.speech_end_s`)."""
+        return self.text if self.heard_text is None else self.heard_text
 
 
 class AsrModel(ABC):

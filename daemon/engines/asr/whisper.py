@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from daemon.audio.pcm import RATE
+from daemon.engines.asr import tail
 from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transcript
 from daemon.engines.asr.batch import Batcher
 from daemon.engines.asr.hints import Hinter, keeps
@@ -252,15 +253,36 @@ class WhisperAsr(AsrModel):
             if hinter is not None and len(jobs) == 1:
                 text = self._reread(encoded, job, window_s, text, hinter)
             piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text)
+            heard = self._heard(encoded, job, text, size) if len(jobs) == 1 else None
             out.append(
                 Transcript(
                     text=text,
                     language=job.language,
                     audio_s=len(job.audio) / RATE,
                     segments=(piece,),
+                    heard_text=heard,
                 )
             )
         return out
+
+    def _heard(self, encoded: Any, job: _Job, text: str, frames: int) -> str | None:
+        """``text`` without the words Whisper placed after the end of speech, when the
+        options say where it is (:mod:`daemon.engines.asr.tail`); None: all heard."""
+        end_s = job.options.speech_end_s
+        if end_s is None or not text:
+            return None
+        from faster_whisper.tokenizer import Tokenizer
+
+        task = job.options.task if self.multilingual else "transcribe"
+        tokenizer = Tokenizer(
+            self._model.hf_tokenizer, self.multilingual, task=task, language=job.language
+        )
+        try:
+            words = tail.align(self._model, tokenizer, encoded, [text], [frames])[0]
+        except Exception as exc:  # noqa: BLE001 - the words stand as decoded
+            _LOGGER.warning("Placing the words in time failed (%s)", type(exc).__name__)
+            return None
+        return tail.heard_text(words, end_s)
 
     def _reread(self, encoded: Any, job: _Job, window_s: float, text: str, hinter: Hinter) -> str:
         """The second reading of ``job``'s encoded window with the prompt ``hinter`` gives
@@ -311,11 +333,14 @@ class WhisperAsr(AsrModel):
             initial_prompt=options.initial_prompt,
             condition_on_previous_text=False,
             without_timestamps=not options.timestamps,
+            word_timestamps=options.speech_end_s is not None,
             vad_filter=False,
         )
         # The generator decodes lazily: consume it here, inside the worker.
         parts: list[Segment] = []
+        raw: list[Any] = []
         for segment in segments:
+            raw.append(segment)
             heard = segment.text.strip()
             text = unloop(heard)
             if text != heard:
@@ -325,12 +350,14 @@ class WhisperAsr(AsrModel):
             piece = Segment(float(segment.start), float(segment.end), text)
             parts.append(piece)
             yield piece
+        end_s = options.speech_end_s
         yield Transcript(
             text=" ".join(p.text for p in parts if p.text),
             language=info.language,
             audio_s=len(audio) / RATE,
             language_probability=float(info.language_probability or 1.0),
             segments=tuple(parts),
+            heard_text=None if end_s is None else tail.heard_text(tail.from_segments(raw), end_s),
         )
 
 

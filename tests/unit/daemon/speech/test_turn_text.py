@@ -49,6 +49,56 @@ def test_words_that_can_end_a_command(text: str) -> None:
     assert text_turn(text) is TextTurn.COMPLETE
 
 
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Set a timer for ten", "en"),
+        ("Remind me in 5", "en"),
+        ("What is the", "en"),
+        ("Stell einen Timer für", "de"),
+        ("Schalte das Licht im", "de"),
+        ("Stell einen Timer für zehn", "de"),
+        ("Mach das Licht in der, äh,", "de"),
+        ("Allume la lumière de la", "fr"),
+        ("Mets un minuteur pour", "fr"),
+        ("Mets un minuteur pour dix", "fr"),
+        ("Allume la lumière de l'", "fr"),
+        ("Enciende la luz de la", "es"),
+        ("Pon un temporizador para", "es"),
+        ("Pon un temporizador por diez", "es"),
+    ],
+)
+def test_each_language_has_its_open_endings(text: str, language: str) -> None:
+    assert text_turn(text, language) is TextTurn.INCOMPLETE
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Set a timer for ten minutes.", "en"),
+        ("Set the temperature to 21", "en"),
+        ("Turn the lights on in five minutes", "en"),
+        ("What is the weather like?", "en"),
+        ("Mach das Licht an.", "de"),
+        ("Schalte das Licht in der Küche ein", "de"),
+        ("Mach die Tür auf", "de"),
+        ("Stell einen Timer für zehn Minuten", "de"),
+        ("Allume la lumière de la cuisine.", "fr"),
+        ("Qu'est-ce que c'est ?", "fr"),
+        ("Enciende la luz de la cocina.", "es"),
+        ("¿Dónde está?", "es"),
+    ],
+)
+def test_each_language_lets_a_finished_command_end(text: str, language: str) -> None:
+    assert text_turn(text, language) is TextTurn.COMPLETE
+
+
+def test_a_language_without_rules_says_nothing_but_a_trailing_mark() -> None:
+    assert text_turn("Zet een timer voor", "nl") is TextTurn.UNKNOWN
+    assert text_turn("Zet een timer voor...", "nl") is TextTurn.INCOMPLETE
+    assert text_turn("Stell einen Timer für", "de-DE") is TextTurn.INCOMPLETE
+
+
 @pytest.mark.parametrize("text", ["", "   ", "...", "?!", "♪"])
 def test_no_words_say_nothing(text: str) -> None:
     assert text_turn(text) is TextTurn.UNKNOWN
