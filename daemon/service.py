@@ -165,7 +165,11 @@ class HearthService:
         if engines is None:
             return None
         if self._hearth is None or not self._hearth.wraps(engines, self.config):
-            self._hearth = Hearth(engines, self.config, self.house.store)
+            chat = getattr(engines, "chat", None)
+            if chat is not None:
+                languages = {getattr(m, "default_language", "") for m in engines.asr.values()}
+                chat.home = self.house.agent(tuple(sorted(languages - {""})) or ("en",))
+            self._hearth = Hearth(engines, self.config, self.house.store, self.house.commands)
         return self._hearth
 
     def current_hearth(self) -> Hearth:

@@ -74,6 +74,8 @@ class FakeHomeAssistant:
         self.floors: dict[str, Floor] = {}
         self.commands: list[str] = []
         """Every command's type, in order (``auth`` included)."""
+        self.conversations: list[tuple[str, str | None]] = []
+        """Every ``conversation/process``: its text and language."""
         self.connections = 0
         """Connections accepted so far."""
         self.port = 0
@@ -242,8 +244,26 @@ class FakeHomeAssistant:
                 for f in self.floors.values()
             ]
             await self._result(ws, number, floors)
+        elif kind == "conversation/process":
+            text, language = str(msg.get("text")), msg.get("language")
+            self.conversations.append((text, language))
+            await self._result(ws, number, self._processed(text, language))
         else:
             await self._error(ws, number, "unknown_command", "Unknown command.")
+
+    @staticmethod
+    def _processed(text: str, language: object) -> dict[str, Any]:
+        """The built-in agent's answer shape (``action_done``, a spoken text)."""
+        return {
+            "response": {
+                "response_type": "action_done",
+                "language": language or "en",
+                "speech": {"plain": {"speech": f"Done: {text}", "extra_data": None}},
+                "data": {"targets": [], "success": [], "failed": []},
+            },
+            "conversation_id": None,
+            "continue_conversation": False,
+        }
 
     @staticmethod
     def _state(e: Entity) -> dict[str, Any]:

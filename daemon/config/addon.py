@@ -72,6 +72,7 @@ _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {
     "api_key": (("auth", "api_key"), _text),
     "speakers": (("speakers", "enabled"), _flag),
     "home_assistant_names": (("homeassistant", "names"), _flag),
+    "home_assistant_commands": (("homeassistant", "commands"), _flag),
     "log_level": (("log", "level"), _text),
 }
 """Options that set one key each, with how their value is read."""

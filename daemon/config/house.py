@@ -25,6 +25,11 @@ class HomeAssistantConfig:
     is an administrator's command); secret: set it with ``HEARTH_HOMEASSISTANT__TOKEN_FILE``."""
     names: bool = True
     """false: never connect, not even inside the add-on."""
+    commands: bool = True
+    """Read a transcript that is not a command Home Assistant understands against the
+    household's commands (its sentence templates with the household's names), and take
+    the command the audio supports as well (:mod:`daemon.house.commands`); false: the
+    words as Whisper wrote them."""
     connect_timeout_s: float = field(default=10.0, metadata=rules(min=0.5, max=300.0))
     """Connecting, the handshake and authentication, together."""
     request_timeout_s: float = field(default=30.0, metadata=rules(min=1.0, max=600.0))

@@ -50,6 +50,8 @@ class HouseName:
     text: str
     kind: NameKind
     tier: Tier
+    domain: str | None = None
+    """An entity's (or its alias's) domain, from its id ("light"); None for places."""
 
 
 class SourceState(enum.Enum):

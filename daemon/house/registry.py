@@ -104,8 +104,12 @@ class _Device:
     aliases: list[str] = field(default_factory=list)
 
     @property
+    def domain(self) -> str:
+        return self.entity_id.partition(".")[0]
+
+    @property
     def common(self) -> bool:
-        return self.entity_id.partition(".")[0] in COMMON_DOMAINS
+        return self.domain in COMMON_DOMAINS
 
 
 def _ranked(
@@ -121,7 +125,7 @@ def _ranked(
     ]
     for device in devices:
         for alias in device.aliases:
-            yield HouseName(alias, NameKind.ALIAS, Tier.ALIAS)
+            yield HouseName(alias, NameKind.ALIAS, Tier.ALIAS, device.domain)
     for _, _, place in places:
         for alias in _texts(place.get("aliases")):
             yield HouseName(alias, NameKind.ALIAS, Tier.ALIAS)
@@ -134,10 +138,10 @@ def _ranked(
         if wanted:
             for device in devices:
                 if device.common and device.name is not None:
-                    yield HouseName(device.name, NameKind.ENTITY, Tier.COMMON_DEVICE)
+                    yield HouseName(device.name, NameKind.ENTITY, Tier.COMMON_DEVICE, device.domain)
     for device in devices:
         if not device.common and device.name is not None:
-            yield HouseName(device.name, NameKind.ENTITY, Tier.DEVICE)
+            yield HouseName(device.name, NameKind.ENTITY, Tier.DEVICE, device.domain)
 
 
 def _unique(names: Iterator[HouseName], limit: int) -> list[HouseName]:

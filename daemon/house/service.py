@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from daemon.config import HomeAssistantConfig
+from daemon.house.agent import HouseAgent
+from daemon.house.commands import CommandBook
 from daemon.house.endpoint import Endpoint, describe, endpoint_of
 from daemon.house.names import SourceState
 from daemon.house.source import FAILURES, HomeAssistantSource, failure_reason
@@ -25,6 +27,8 @@ class House:
         self, config: HomeAssistantConfig, environ: Mapping[str, str] | None = None
     ) -> None:
         self.store = NameStore()
+        self.commands = CommandBook(self.store, config.commands)
+        """The household's commands per language (built in the background)."""
         self._environ = environ
         self.config = config
         self.endpoint: Endpoint | None = endpoint_of(config, environ)
@@ -48,6 +52,7 @@ class House:
             return
         await self._stop_source()
         self.config = config
+        self.commands.enabled = config.commands
         self.endpoint = endpoint_of(config, self._environ)
         if self.endpoint is None:
             self.store.forget()
@@ -65,6 +70,14 @@ class House:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self.source = None
+
+    def agent(self, languages: tuple[str, ...]) -> HouseAgent | None:
+        """Who carries out the household's commands said to Hearth's own doors (Home
+        Assistant's conversation agent), or None: Home Assistant is not configured, or
+        ``homeassistant.commands`` is off."""
+        if self.endpoint is None or not self.config.commands:
+            return None
+        return HouseAgent(self.endpoint, self.config, self.commands, languages)
 
     def status(self) -> dict[str, Any]:
         """Counts and the time of the last reading, for ``/healthz`` (never a name)."""

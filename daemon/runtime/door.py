@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from daemon.config import Config, LimitsConfig
+from daemon.house.commands import CommandBook
 from daemon.house.store import NameStore
 from daemon.ops.deadline import Deadline
 from daemon.runtime.engines import Engines
@@ -19,6 +20,8 @@ class Door:
     """Each session profile's settings under :attr:`config`."""
     _house: NameStore | None
     """The household's names (None: none are read, e.g. ``hearth check``)."""
+    _commands: CommandBook | None
+    """The household's commands (None: none are read)."""
 
     @property
     def limits(self) -> LimitsConfig:

@@ -27,6 +27,7 @@ from daemon.engines.asr.base import TranscribeOptions
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.errors import InvalidRequest
+from daemon.house.commands import CommandBook
 from daemon.house.store import NameStore
 from daemon.ops.deadline import Deadline
 from daemon.ops.mdns import instance_name
@@ -65,7 +66,11 @@ class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
     conversations and requests here)."""
 
     def __init__(
-        self, engines: Engines, config: Config | None = None, house: NameStore | None = None
+        self,
+        engines: Engines,
+        config: Config | None = None,
+        house: NameStore | None = None,
+        commands: CommandBook | None = None,
     ) -> None:
         self._engines = engines
         self.config = config or engines.config
@@ -75,6 +80,8 @@ class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
         self._profiles = session_profiles(self.config)
         self._house = house
         """The household's names, which every speech session's second reading looks for."""
+        self._commands = commands
+        """The household's commands, which a home's speech sessions are read against."""
 
     def wraps(self, engines: Engines, config: Config) -> bool:
         """Whether this facade is over ``engines`` under ``config`` (the service makes
@@ -98,6 +105,13 @@ class Hearth(SpeechDoor, ReplyDoor, SpeakersDoor):
     def has_asr_model(self, name: str) -> bool:
         """Whether an ASR model called ``name`` is configured."""
         return name in self._engines.asr
+
+    @property
+    def home_control(self) -> bool:
+        """Whether a conversation may carry out home commands (Home Assistant's agent
+        does them: ``homeassistant`` configured with ``commands`` on)."""
+        chat = self._engines.chat
+        return chat is not None and chat.home is not None
 
     @property
     def can_end_turns(self) -> bool:

@@ -12,11 +12,13 @@ import numpy as np
 
 from daemon.audio.pcm import RATE, AudioFormat, to_internal
 from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
+from daemon.engines.asr.commands import CommandReader
 from daemon.engines.asr.hints import Hint, Hinter
 from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.engines.wake import WakeLibrary
 from daemon.engines.wake.base import WakeModelInfo
 from daemon.errors import AudioTooLong, InvalidRequest
+from daemon.house.commands import HouseCommands
 from daemon.house.names import SourceState
 from daemon.house.prompt import PromptBudget
 from daemon.house.store import NameStore
@@ -92,6 +94,7 @@ class SpeechDoor(Door):
             transcribe=transcribe,
             # The one place the household's names join a request (after the client's).
             hints=self.household_hints(model, transcribe),
+            commands=self.household_commands(model, transcribe),
             partials=partials,
             hands_free=chosen.hands_free,
             ends_turn=chosen.ends_turn,
@@ -118,6 +121,21 @@ class SpeechDoor(Door):
             asr.name, MAX_PROMPT_CHARS, asr.max_prompt_tokens, asr.token_counter()
         )
         return HouseHints(house, options.initial_prompt, budget)
+
+    def household_commands(
+        self, model: str | None, options: TranscribeOptions
+    ) -> CommandReader | None:
+        """The household's commands for a session decoding with ``options`` (in its
+        language), or None: ``homeassistant.commands`` off, or no household names."""
+        book = self._commands
+        if book is None or not book.enabled or not self._house or not self._house.current.names:
+            return None
+        asr = self._engines.asr_model(model, options.language)
+        language = options.language
+        if not language or language == "auto":
+            language = getattr(asr, "default_language", "") or "en"
+        book.grammar(language)  # its first build starts now, before the audio comes
+        return HouseCommands(book, language)
 
     async def transcribe_upload(
         self,

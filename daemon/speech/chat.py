@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from daemon.engines.llm.base import (
     ChatMessage,
@@ -26,7 +27,14 @@ from daemon.engines.llm.values import ChatOptions
 from daemon.errors import InvalidText, TextTooLong
 
 _LOGGER = logging.getLogger(__name__)
-__all__ = ["ChatOptions", "ChatService", "ChatSettings", "ConversationStore", "speaker_line"]
+__all__ = [
+    "ChatOptions",
+    "ChatService",
+    "ChatSettings",
+    "ConversationStore",
+    "HomeControl",
+    "speaker_line",
+]
 MAX_SPEAKER_CHARS = 64
 """The longest speaker name put in a system prompt (an enrolled name is at most this)."""
 
@@ -153,6 +161,19 @@ PREPARED_KEPT = 4
 """Clients' system prompts remembered as evaluated (a local model keeps about as many)."""
 
 
+class HomeControl(Protocol):
+    """Who carries out the household's commands (Home Assistant's own agent)."""
+
+    async def is_command(self, text: str) -> bool:
+        """Whether ``text`` is a command of the household (never raises)."""
+        ...
+
+    async def answer(self, text: str) -> str | None:
+        """The spoken answer once ``text`` was carried out; None: not a command (the
+        LLM answers). Never raises."""
+        ...
+
+
 class ChatService:
     """The LLM with a system prompt, limits and per-conversation history."""
 
@@ -162,6 +183,9 @@ class ChatService:
         self.llm = llm
         self.conversations = conversations
         self.settings = settings
+        self.home: HomeControl | None = None
+        """Carries out the household's commands instead of the LLM answering them
+        (set by the composition root when Home Assistant is configured)."""
         self._prepared: OrderedDict[str, None] = OrderedDict()
         """Clients' own system prompts evaluated lately (:meth:`prepare`), newest last."""
 
@@ -268,6 +292,13 @@ class ChatService:
         """
         options = options or ChatOptions()
         self.check_options(options)
+        if self.home is not None and options.tools is None and not options.turns:
+            answer = await self.home.answer(text)
+            if answer is not None:  # a command, carried out by Home Assistant
+                yield answer
+                if remember:
+                    self.remember(conversation_id, text, answer)
+                return
         messages = await self.prepare_messages(
             conversation_id, text, speaker=speaker, instructions=options.instructions
         )

@@ -102,8 +102,9 @@ class Decodes:
         with the second reading the session's hints ask for."""
         self.calls += 1
         hints = self.options.hints if final else None
-        if hints is not None:
-            job = self.pool.run(self.asr.transcribe_hinted, audio, options, hints)
+        commands = self.options.commands if final else None
+        if hints is not None or commands is not None:
+            job = self.pool.run(self.asr.transcribe_hinted, audio, options, hints, commands)
         else:
             job = self.pool.run(self.asr.transcribe, audio, options)
         task = asyncio.ensure_future(job)

@@ -128,9 +128,17 @@ class _Reply:
         tts_options: SynthesisOptions,
         speaker: str | None = None,
         chat_options: ChatOptions | None = None,
+        speculative: bool = False,
     ) -> None:
         self.text = text
         self.speaker = speaker
+        self._home = pipeline.chat.home if speculative else None
+        self._command: asyncio.Task[bool] | None = None
+        """A speculative reply's question: is its text a household command? A command
+        is never carried out on a guess (the person may go on: "turn on the lights ...
+        in the kitchen"); such a reply stays silent and the final starts its own."""
+        if self._home is not None:
+            self._command = asyncio.ensure_future(self._home.is_command(text))
         """The enrolled speaker the reply is for (the system prompt names them)."""
         self.chat_options = chat_options or ChatOptions()
         """The client's own instructions and limits the reply is written under."""
@@ -141,7 +149,14 @@ class _Reply:
         self._out: asyncio.Queue[object] = asyncio.Queue(MAX_REPLY_EVENTS)
         self._task = asyncio.ensure_future(self._produce(speak))
 
+    async def deferred(self) -> bool:
+        """Whether this speculative reply held back for a command (then unusable)."""
+        return self._command is not None and await self._command
+
     async def _produce(self, speak: bool) -> None:
+        if await self.deferred():
+            await self._out.put(_END)
+            return
         voice = None
         if speak:
             voice = SentenceSpeaker(self._tts, self._tts_options, first_words=FIRST_WORDS)
@@ -237,7 +252,7 @@ class PipelineRun:
         self._speculate = speculate
         self._spec: _Reply | None = None
 
-    def _new_reply(self, text: str) -> _Reply:
+    def _new_reply(self, text: str, speculative: bool = False) -> _Reply:
         return _Reply(
             self.pipeline,
             self.conversation_id,
@@ -246,6 +261,7 @@ class PipelineRun:
             self.tts_options,
             self.speaker,
             self.chat_options,
+            speculative,
         )
 
     async def _drop_speculation(self) -> None:
@@ -266,7 +282,7 @@ class PipelineRun:
                         await self._drop_speculation()
                         if isinstance(heard, SpeculativeTranscript) and self._speculate:
                             if heard.text.strip():
-                                self._spec = self._new_reply(heard.text)
+                                self._spec = self._new_reply(heard.text, speculative=True)
                     yield heard
                     if isinstance(heard, FinalTranscript):
                         text = heard.text
@@ -275,7 +291,8 @@ class PipelineRun:
             if text and text.strip():
                 spec = self._spec
                 wanted = (text, self.speaker, self.chat_options)
-                if spec is not None and (spec.text, spec.speaker, spec.chat_options) == wanted:
+                same = spec is not None and (spec.text, spec.speaker, spec.chat_options) == wanted
+                if spec is not None and same and not await spec.deferred():
                     reply, self._spec = spec, None
                     self.speculation_used = True
                 else:
@@ -342,6 +359,7 @@ class SpeculativeReplies:
                     self.tts_options,
                     self.speaker,
                     self.chat_options,
+                    speculative=True,
                 )
 
     def start(self, final: FinalTranscript) -> PipelineRun:

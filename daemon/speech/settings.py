@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.asr.commands import CommandReader
 from daemon.engines.asr.hints import Hinter
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.turn_text import TurnPolicy
@@ -50,6 +51,9 @@ class SessionOptions:
 
     transcribe: TranscribeOptions = TranscribeOptions()
     hints: Hinter | None = field(default=None, repr=False)
+    commands: CommandReader | None = field(default=None, repr=False)
+    """The household's commands: a speculative or final decode that is no command may
+    become the command the audio supports (partials never)."""
     """Names a second reading may look for (the household's): speculative and final
     decodes read again with those resembling what they heard (partials never)."""
     partials: bool = True

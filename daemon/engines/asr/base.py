@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
+from daemon.engines.asr.commands import (
+    CommandReader,
+    Scored,
+    choose,
+    near_enough,
+    spoken,
+    written,
+)
 from daemon.engines.asr.hints import Hinter, keeps
 from daemon.errors import InvalidRequest, UnsupportedLanguage
 
@@ -117,15 +125,58 @@ class AsrModel(ABC):
     def transcribe(self, audio: np.ndarray, options: TranscribeOptions) -> Transcript:
         """Decode 16 kHz mono float32 audio (blocking; call from a worker)."""
 
+    def score_texts(
+        self, audio: np.ndarray, options: TranscribeOptions, texts: Sequence[str]
+    ) -> list[float] | None:
+        """Each text's mean token log-probability on ``audio`` (blocking); None: this
+        model cannot tell (a remote one), and no command-aware reading is made."""
+        return None
+
+    def read_command(
+        self,
+        audio: np.ndarray,
+        options: TranscribeOptions,
+        first: Transcript,
+        reader: CommandReader,
+    ) -> Transcript:
+        """``first``, or the command sentence ``reader`` names that the audio supports
+        about as well (:mod:`daemon.engines.asr.commands`). Blocking; a failure leaves
+        the first reading."""
+        try:
+            found = [c for c in reader.candidates(first.text) if near_enough(first.text, c)]
+            if not found:
+                return first
+            texts = [first.text, *(spoken(c) for c in found)]
+            scores = self.score_texts(audio, options, texts)
+        except Exception as exc:  # noqa: BLE001 - the first reading stands
+            _LOGGER.warning("The command reading failed (%s)", type(exc).__name__)
+            return first
+        if scores is None:
+            return first
+        own = Scored(first.text, scores[0])
+        rest = [Scored(written(c), s) for c, s in zip(found, scores[1:], strict=True)]
+        chosen = choose(own, rest)
+        return first if chosen is None else replace(first, text=chosen.text, heard_text=None)
+
     def transcribe_hinted(
-        self, audio: np.ndarray, options: TranscribeOptions, hinter: Hinter
+        self,
+        audio: np.ndarray,
+        options: TranscribeOptions,
+        hinter: Hinter | None,
+        commands: CommandReader | None = None,
     ) -> Transcript:
         """Decode, then read again with the prompt ``hinter`` gives for what was heard,
         keeping the second reading only when it writes a name the first did not (see
-        :mod:`daemon.engines.asr.hints`). Blocking. The default decodes twice; a model
+        :mod:`daemon.engines.asr.hints`); with ``commands``, a first reading that is no
+        command may become the command the audio supports (:meth:`read_command`), and
+        then no second reading is made. Blocking. The default decodes twice; a model
         that can reuse the first reading's work overrides it."""
         first = self.transcribe(audio, options)
-        hint = hinter.hint(first.text)
+        if commands is not None:
+            command = self.read_command(audio, options, first, commands)
+            if command is not first:
+                return command
+        hint = None if hinter is None else hinter.hint(first.text)
         if hint is None:
             return first
         try:

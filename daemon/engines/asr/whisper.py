@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from daemon.audio.pcm import RATE
 from daemon.engines.asr import tail
 from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transcript
 from daemon.engines.asr.batch import Batcher
+from daemon.engines.asr.commands import CommandReader
 from daemon.engines.asr.hints import Hinter, keeps
 from daemon.engines.asr.window import (
     FULL_S,
@@ -30,6 +31,7 @@ from daemon.engines.asr.window import (
     narrowband,
     unloop,
 )
+from daemon.engines.asr.window_reading import WindowReading
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -140,7 +142,11 @@ class WhisperAsr(AsrModel):
         return self._whole(audio, options)
 
     def transcribe_hinted(
-        self, audio: np.ndarray, options: TranscribeOptions, hinter: Hinter
+        self,
+        audio: np.ndarray,
+        options: TranscribeOptions,
+        hinter: Hinter | None,
+        commands: CommandReader | None = None,
     ) -> Transcript:
         """:meth:`transcribe`, with a second reading when ``hinter`` gives a prompt for
         what the first heard (:mod:`daemon.engines.asr.hints`). In a cut window the
@@ -149,8 +155,31 @@ class WhisperAsr(AsrModel):
         guard sends to the full window's temperature fallback gets no second one."""
         job = self._batchable(audio, options)
         if job is None or self.batcher is not None or not self._cut(job):
-            return super().transcribe_hinted(audio, options, hinter)
-        return self._decode_windows([job], hinter)[0]
+            return super().transcribe_hinted(audio, options, hinter, commands)
+        return self._decode_windows([job], hinter, commands)[0]
+
+    def score_texts(
+        self, audio: np.ndarray, options: TranscribeOptions, texts: Sequence[str]
+    ) -> list[float] | None:
+        """Each text's mean token log-probability on ``audio`` (:mod:`.score`), in the
+        window a cut decode would use."""
+        from faster_whisper.audio import pad_or_trim
+
+        language = self._language(options) or "en"
+        job = _Job(audio.astype(np.float32, copy=False), options, language, 1)
+        fw = self._model
+        mel = fw.feature_extractor(job.audio)
+        size = min(fw.feature_extractor.nb_max_frames, mel.shape[-1] - 1)
+        window_s = choose_window(len(job.audio) / RATE)
+        frames = int(round(window_s / fw.feature_extractor.time_per_frame))
+        encoded = fw.encode(np.stack([pad_or_trim(mel[:, :size], frames)]))
+        return self._window(encoded, job, size).scores(texts)
+
+    def _window(self, encoded: Any, job: _Job, frames: int) -> WindowReading:
+        """A second look at ``job``'s encoded window (:mod:`.window_reading`)."""
+        return WindowReading(
+            self._model, self.multilingual, encoded, job.audio, job.options, job.language, frames
+        )
 
     def token_counter(self) -> Callable[[str], int]:
         """How many tokens a text takes in this model's prompt (its own tokenizer)."""
@@ -210,7 +239,12 @@ class WhisperAsr(AsrModel):
             return [self._sequential(jobs[0])]
         return self._decode_windows(jobs)
 
-    def _decode_windows(self, jobs: list[_Job], hinter: Hinter | None = None) -> list[Transcript]:
+    def _decode_windows(
+        self,
+        jobs: list[_Job],
+        hinter: Hinter | None = None,
+        commands: CommandReader | None = None,
+    ) -> list[Transcript]:
         """Encode and decode utterances sharing options in one CTranslate2 call.
 
         Mirrors faster-whisper's first-window decode (same features, prompt and
@@ -250,10 +284,14 @@ class WhisperAsr(AsrModel):
                     _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
                 out.append(self._sequential(job))
                 continue
-            if hinter is not None and len(jobs) == 1:
+            window = self._window(encoded, job, size) if len(jobs) == 1 else None
+            command = None if commands is None or window is None else window.command(text, commands)
+            if command is not None:
+                text = command
+            elif hinter is not None and len(jobs) == 1:
                 text = self._reread(encoded, job, window_s, text, hinter)
             piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text)
-            heard = self._heard(encoded, job, text, size) if len(jobs) == 1 else None
+            heard = None if window is None else window.heard(text)
             out.append(
                 Transcript(
                     text=text,
@@ -264,25 +302,6 @@ class WhisperAsr(AsrModel):
                 )
             )
         return out
-
-    def _heard(self, encoded: Any, job: _Job, text: str, frames: int) -> str | None:
-        """``text`` without the words Whisper placed after the end of speech, when the
-        options say where it is (:mod:`daemon.engines.asr.tail`); None: all heard."""
-        end_s = job.options.speech_end_s
-        if end_s is None or not text:
-            return None
-        from faster_whisper.tokenizer import Tokenizer
-
-        task = job.options.task if self.multilingual else "transcribe"
-        tokenizer = Tokenizer(
-            self._model.hf_tokenizer, self.multilingual, task=task, language=job.language
-        )
-        try:
-            words = tail.align(self._model, tokenizer, encoded, [text], [frames])[0]
-        except Exception as exc:  # noqa: BLE001 - the words stand as decoded
-            _LOGGER.warning("Placing the words in time failed (%s)", type(exc).__name__)
-            return None
-        return tail.heard_text(words, end_s)
 
     def _reread(self, encoded: Any, job: _Job, window_s: float, text: str, hinter: Hinter) -> str:
         """The second reading of ``job``'s encoded window with the prompt ``hinter`` gives
