@@ -126,6 +126,7 @@ async def build_info(hearth: Hearth) -> Info:
                     )
                 ],
                 supports_handled_streaming=True,
+                supports_home_control=hearth.home_control,
             )
         ]
     if hearth.wakes:
