@@ -24,6 +24,10 @@ from typing import Protocol
 MARGIN = 2.5
 """How far below the first reading's mean token log-probability a command may score
 and still replace it."""
+FLOOR = -3.0
+"""A command the audio gives a lower mean token log-probability than this was not said,
+however poor the first reading (French eSpeak NG through base, a first reading of
+noise: two sentences of chatter became commands at the margin alone)."""
 WORDS_APART_MAX = 3
 """A command with this many more or fewer words than the first reading is not its
 reading (a near sentence for only part of what was said)."""
@@ -71,10 +75,12 @@ def near_enough(first: str, candidate: str) -> bool:
     return abs(len(candidate.split()) - len(first.split())) <= WORDS_APART_MAX
 
 
-def choose(first: Scored, candidates: Sequence[Scored], margin: float = MARGIN) -> Scored | None:
-    """The best-scoring candidate when it scores at most ``margin`` below ``first``;
-    None: the first reading stays."""
+def choose(
+    first: Scored, candidates: Sequence[Scored], margin: float = MARGIN, floor: float = FLOOR
+) -> Scored | None:
+    """The best-scoring candidate when it scores at most ``margin`` below ``first`` and
+    at least ``floor``; None: the first reading stays."""
     if not candidates:
         return None
     best = max(candidates, key=lambda c: c.score)
-    return best if best.score >= first.score - margin else None
+    return best if best.score >= max(first.score - margin, floor) else None

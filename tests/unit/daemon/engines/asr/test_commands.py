@@ -25,6 +25,9 @@ def test_a_command_replaces_the_reading_only_within_the_margin() -> None:
     assert choose(Scored("x", -1.0), [Scored("y", -1.9)], margin=1.0) == Scored("y", -1.9)
     assert choose(Scored("x", -1.0), [Scored("y", -2.1)], margin=1.0) is None
     assert choose(first, []) is None
+    # However poor the first reading, a command the audio hardly supports is not taken.
+    assert choose(Scored("noise", -4.0), [Scored("y", -3.5)]) is None
+    assert choose(Scored("noise", -4.0), [Scored("y", -2.9)]) == Scored("y", -2.9)
 
 
 def test_a_command_for_only_part_of_what_was_said_is_no_reading_of_it() -> None:
