@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-MARGIN = 2.5
+MARGIN = 2.0
 """How far below the first reading's mean token log-probability a command may score
 and still replace it."""
 FLOOR = -3.0
