@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -36,11 +37,11 @@ class RtcClient:
         self.channel: Any = None
         self.messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.received: list[dict[str, Any]] = []
-        self.received_at: list[float] = []
-        """When each of ``received`` came (time.monotonic())."""
+        self.heard_at: list[int] = []
+        """Reply audio received (bytes of ``reply_pcm``) when each of ``received`` came:
+        where a message falls in the reply, whatever the machine's speed."""
         self.reply_pcm = bytearray()
         self.reply_rate = 48000
-        self.reply_frames_at: list[float] = []
         self.session = ""
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -50,12 +51,7 @@ class RtcClient:
         opened = asyncio.Event()
         self.channel.on("open", opened.set)
 
-        @self.channel.on("message")
-        def on_message(raw: str) -> None:
-            message = json.loads(raw)
-            self.received.append(message)
-            self.received_at.append(time.monotonic())
-            self.messages.put_nowait(message)
+        self.channel.on("message", self._on_message)
 
         @self.pc.on("track")
         def on_track(track: Any) -> None:
@@ -81,6 +77,12 @@ class RtcClient:
         await asyncio.wait_for(opened.wait(), timeout)
         return self
 
+    def _on_message(self, raw: str) -> None:
+        message = json.loads(raw)
+        self.received.append(message)
+        self.heard_at.append(len(self.reply_pcm))
+        self.messages.put_nowait(message)
+
     async def _record(self, track: Any) -> None:
         while True:
             try:
@@ -91,7 +93,6 @@ class RtcClient:
             samples = np.frombuffer(pcm, dtype=np.int16).reshape(-1, fmt.channels)[:, 0]
             self.reply_rate = fmt.rate
             self.reply_pcm += samples.tobytes()
-            self.reply_frames_at.append(time.monotonic())
 
     def send(self, kind: str, **obj: Any) -> None:
         message: dict[str, Any] = {"type": kind}
@@ -116,13 +117,63 @@ class RtcClient:
             if message["type"] == kind:
                 return message
 
-    async def speak(self, pcm16k: np.ndarray) -> None:
-        """Send 16 kHz audio through the microphone track at real time."""
+    def got(self, kind: str, since: int = 0, **obj: Any) -> bool:
+        """Whether a ``kind`` message whose ``obj`` holds ``obj`` came after the first
+        ``since`` messages."""
+        return any(
+            m["type"] == kind and all(m.get("obj", {}).get(k) == v for k, v in obj.items())
+            for m in self.received[since:]
+        )
+
+    async def speak(
+        self, pcm16k: np.ndarray, until: Callable[[], bool] | None = None, wait_s: float = 60
+    ) -> None:
+        """Send 16 kHz audio through the microphone track at real time.
+
+        With ``until``, the microphone then goes on sending silence (a person still
+        holding the button, an open microphone) until ``until()`` holds, for at most
+        ``wait_s``: what the daemon says it heard ends the speaking, not a guess at how
+        fast it hears. Without it holding, the audio simply ends (the test's assertions
+        then find what is missing).
+        """
         self.mic.play(pcm16k.astype(np.int16).tobytes(), 16000)
         self.mic.flush()
-        while self.mic.playing:
-            await asyncio.sleep(0.02)
+        deadline = time.monotonic() + wait_s
+        while True:
+            while self.mic.playing:
+                await asyncio.sleep(0.01)
+            if until is None or until() or time.monotonic() > deadline:
+                break
+            self.mic.play(bytes(3200), 16000)  # 100 ms more silence, on the same schedule
         await asyncio.sleep(0.06)  # the last frames are in flight
+
+    def heard_s(self, since: int = 0) -> float:
+        """Seconds of reply audio received after the first ``since`` bytes."""
+        return (len(self.reply_pcm) - since) / 2 / self.reply_rate
+
+    async def hear_reply(self, seconds: float, since: int = 0, timeout: float = 60) -> None:
+        """Wait until ``seconds`` of reply audio came after the first ``since`` bytes: the
+        person listens to that much of it (however long it takes to arrive)."""
+        deadline = time.monotonic() + timeout
+        while self.heard_s(since) < seconds:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.heard_s(since):.2f} s of reply audio, not {seconds}")
+            await asyncio.sleep(0.01)
+
+    async def settled(self, quiet_s: float = 1.0, timeout: float = 60) -> None:
+        """Wait until reply audio has stopped arriving for ``quiet_s`` (within ``timeout``).
+
+        Call it once the reply's audio is all on its way (the daemon said so): the
+        track is then played out and idle, and what still comes is what was in flight.
+        """
+        deadline = time.monotonic() + timeout
+        size, since = len(self.reply_pcm), time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if len(self.reply_pcm) != size:
+                size, since = len(self.reply_pcm), time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
 
     def pause(self) -> None:
         """What a browser does between utterances: no track on the sender."""

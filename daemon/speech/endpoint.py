@@ -87,6 +87,9 @@ class Endpointer:
         """With a turn model: this pause could not be asked about (the fixed silence ends it)."""
         self._waiting_since = 0.0
         """Audio time since which no utterance has started (for ``no_speech_s``)."""
+        self._cut_at_longest = False
+        """This utterance reached ``max_utterance_s``: it stays ended (speech that goes on
+        is no new utterance until :meth:`reset`, so it is not ended again every frame)."""
 
     @property
     def first_check_s(self) -> float:
@@ -117,8 +120,9 @@ class Endpointer:
                 return [EndpointEvent("ended", self.now_s, "no-speech")]
             return []
         start = self.speech_start_s
-        if cfg.max_utterance_s is not None and start is not None:
+        if cfg.max_utterance_s is not None and start is not None and not self._cut_at_longest:
             if self.now_s - start >= cfg.max_utterance_s:
+                self._cut_at_longest = True
                 return self.force_end("longest-utterance")
         return []
 
@@ -149,6 +153,8 @@ class Endpointer:
         # SPEECH, PAUSED or ENDED: a speech run long enough counts as speech; short blips
         # are treated as silence so clicks do not hold an utterance open.
         if is_speech and self._run_s >= cfg.speech_start_s:
+            if self._cut_at_longest:
+                return events  # past the longest utterance: it stays ended
             self.speech_end_s = self.now_s
             self._silence_s = 0.0
             self._next_check_s = self.first_check_s
@@ -238,4 +244,5 @@ class Endpointer:
         self._silence_s = 0.0
         self._next_check_s = self.first_check_s
         self._unasked = False
+        self._cut_at_longest = False
         self._waiting_since = self.now_s

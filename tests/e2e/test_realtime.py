@@ -17,6 +17,7 @@ import openai
 import pytest
 
 from daemon.audio.pcm import resample_pcm
+from daemon.speech.player import LEAD_S
 from tests.daemon import Daemon
 from tests.helpers import assert_heard, hear, words
 
@@ -64,6 +65,17 @@ async def until(conn: Any, kind: str, seen: list[Any]) -> Any:
                 raise AssertionError(f"error event: {event.error}")
             if event.type == kind:
                 return event
+
+
+async def listen(conn: Any, seen: list[Any], response_id: str, seconds: float) -> None:
+    """Events (kept in ``seen``) until ``seconds`` of the response's audio have arrived:
+    the person listens to that much of the reply, however late this machine sends it."""
+    async with asyncio.timeout(TURN_S):
+        while len(reply_audio(seen, response_id)) < seconds * RATE * 2:
+            event = await conn.recv()
+            seen.append(event)
+            if event.type == "error":
+                raise AssertionError(f"error event: {event.error}")
 
 
 def first(events: list[Any], kind: str) -> Any:
@@ -124,7 +136,10 @@ async def test_barge_in_stops_the_reply_and_says_how_much_was_played(client, spe
         sender = asyncio.ensure_future(say(conn, at_24k(speak("Please count for me."), 1.5)))
         opening = await until(conn, "response.output_audio.delta", seen)
         await sender
-        await asyncio.sleep(1.0)  # the person listens for a moment, then cuts in
+        # The person listens to a second of the reply, then cuts in. The daemon sends
+        # reply audio at most LEAD_S ahead of what it counts as played: that much more
+        # received means at least a second played.
+        await listen(conn, seen, opening.response_id, 1.0 + LEAD_S)
         interrupter = asyncio.ensure_future(say(conn, at_24k(speak("Stop."), 1.5)))
         done = await until(conn, "response.done", seen)
         assert done.response.id == opening.response_id

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 from aiortc import RTCSessionDescription
 
 from daemon.audio.pcm import resample_pcm
+from daemon.speech.player import LEAD_S
 from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
 from tests.daemon import Daemon
@@ -29,6 +29,10 @@ from tests.webrtc_client import LOOPBACK, RtcClient
 pytestmark = pytest.mark.e2e
 TURN_S = 180.0
 """One turn on a loaded 2-core machine: decode, LLM and speech, with room to spare."""
+CUT_SLACK_S = 0.3
+"""Reply audio the track may carry past what the daemon counted as played at a cut (a
+frame handed out at the cut, the track's own schedule): less than the LEAD_S of audio
+the daemon keeps queued in the track ahead of playback, which a cut must drop."""
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,6 @@ class CallClient(RtcClient):
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
-        self.arrived: list[tuple[float, dict[str, Any]]] = []
         self.location = ""
 
     async def connect(self, timeout: float = 20) -> CallClient:
@@ -55,12 +58,7 @@ class CallClient(RtcClient):
         opened = asyncio.Event()
         self.channel.on("open", opened.set)
 
-        @self.channel.on("message")
-        def on_message(raw: str) -> None:
-            message = json.loads(raw)
-            self.received.append(message)
-            self.arrived.append((time.monotonic(), message))
-            self.messages.put_nowait(message)
+        self.channel.on("message", self._on_message)
 
         @self.pc.on("track")
         def on_track(track: Any) -> None:
@@ -94,9 +92,11 @@ class CallClient(RtcClient):
         assert not errors, errors
         return message
 
-    def at(self, predicate: Any) -> float:
-        """When the first event matching ``predicate`` arrived."""
-        return next(t for t, m in self.arrived if predicate(m))
+    def heard_when(self, predicate: Any) -> float:
+        """Seconds of reply audio received when the first event matching ``predicate``
+        arrived."""
+        i = next(i for i, m in enumerate(self.received) if predicate(m))
+        return self.heard_at[i] / 2 / self.reply_rate
 
 
 @pytest.fixture
@@ -130,6 +130,7 @@ async def test_a_spoken_conversation_over_webrtc(call, engines, speak):
     assert "response.output_audio.delta" not in kinds  # the audio came on the track
     reply = done["response"]["output"][0]["content"][0]["transcript"]
     assert reply
+    await call.settled()  # its last packets may still be on their way (a loaded machine)
     audio = reply_16k(call)
     assert len(audio) > 16000  # over half a second of speech
     heard = hear(engines, audio)
@@ -150,8 +151,10 @@ async def test_barge_in_clears_the_track(call, speak):
     await call.until("session.updated")
     await call.speak(np.concatenate([speak("Please count for me."), silence(1.5)]))
     opening = await call.until("output_audio_buffer.started")
-    await asyncio.sleep(1.0)  # the person listens for a moment, then cuts in
-    assert call.reply_pcm  # the reply was playing
+    # The person listens to a second of the reply, then cuts in. The daemon sends reply
+    # audio at most LEAD_S ahead of what it counts as played: that much more heard
+    # means at least a second played, however late this machine hears it.
+    await call.hear_reply(1.0 + LEAD_S)
     await call.speak(np.concatenate([speak("Stop."), silence(1.5)]))
     done = await call.until("response.done")
     assert done["response"]["id"] == opening["response_id"]
@@ -161,18 +164,20 @@ async def test_barge_in_clears_the_track(call, speak):
     assert cleared["response_id"] == opening["response_id"]
     truncated = [m for m in call.received if m["type"] == "conversation.item.truncated"]
     assert truncated and truncated[0]["audio_end_ms"] >= 500
-    # The track went quiet at the cut, until the next turn's reply began.
-    cut = call.at(lambda m: m["type"] == "response.done")
+    # The track went quiet at the cut: up to the next turn's reply (or its end, if it has
+    # no audio) it carried what had played by the daemon's count, which paces the track,
+    # and not the audio queued in the track beyond it. Counted in audio, not in time:
+    # frames on their way at the cut land late on a loaded machine, but land all the same.
     await call.until("response.done")
-    later = [
-        t
-        for t, m in call.arrived
-        if m["type"] == "output_audio_buffer.started" and m["response_id"] != opening["response_id"]
-    ]
-    resumed = later[0] if later else time.monotonic()
-    assert resumed - cut > 0.5
-    # Frames already on their way at the cut may land a little later on a loaded machine.
-    assert not [t for t in call.reply_frames_at if cut + 0.5 < t < resumed]
+
+    def next_turn(m: dict[str, Any]) -> bool:
+        if m["type"] == "output_audio_buffer.started":
+            return m["response_id"] != opening["response_id"]
+        return m["type"] == "response.done" and m["response"]["id"] != opening["response_id"]
+
+    carried_s = call.heard_when(next_turn)
+    played_s = truncated[0]["audio_end_ms"] / 1000
+    assert carried_s <= played_s + CUT_SLACK_S, (carried_s, played_s)
 
 
 async def test_the_call_ends_when_the_client_hangs_up(daemon):

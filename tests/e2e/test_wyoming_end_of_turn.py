@@ -7,6 +7,15 @@ client the way two Home Assistant releases drive it:
 - 2026 (``requires_external_vad: false``): 10 ms chunks (320 bytes) at real time, reading
   while it uploads; the first ``transcript`` ends the request and the upload stops.
 - 2024.x: every chunk, then ``audio-stop``, then it reads.
+
+Where Hearth ends a turn is a decision in audio time, and the audio a client sends is
+the tests' clock: Hearth can decide only on audio it was sent. So a 2026 client here
+sends a fixed stretch of audio and then waits, without ``audio-stop``, for as long as a
+loaded machine needs; a transcript that comes was decided within that audio, however
+slow the machine. How much audio had gone out when an event came bounds the decision
+from below (it cannot be earlier than the audio it rests on), and the ``timestamp`` of
+``voice-started`` and ``voice-stopped`` places speech in the audio. No assertion reads
+the wall clock.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -40,6 +49,11 @@ MAX_PAUSE_S = 1.6
 """vad.max_pause_ms, the default."""
 PATIENT_PAUSE_S = 1.2
 """vad.max_pause_ms of the daemon whose turn model never calls a turn finished."""
+MARGIN_S = 0.3
+"""Audio sent past the latest moment a decision is due (VAD frames not yet whole)."""
+DECISION_WAIT_S = 90.0
+"""How long a 2026 client that has sent its audio waits for the transcript before it
+sends audio-stop: a decode on a loaded two-core machine, with room to spare."""
 
 
 def serve(tmp_path_factory: pytest.TempPathFactory, name: str, vad: str = ""):  # noqa: ANN201
@@ -80,45 +94,64 @@ class Answer:
     """What a Home Assistant 2026-style client saw."""
 
     events: list[Event]
-    times: list[float]
-    """When each event arrived (s since the first chunk went out)."""
+    sent_s: list[float]
+    """Audio the client had sent when each event arrived (s): the decision an event
+    reports rests on no more audio than that."""
     text: str | None
     """The transcript (None: none came)."""
-    at_s: float | None
-    """Audio time (s since the first chunk went out) when the transcript arrived."""
     stopped_early: bool
-    """The transcript came before the client sent audio-stop."""
+    """The transcript came before the client sent audio-stop: Hearth ended the turn
+    itself, within the audio it was sent."""
 
-    def at(self, kind: str) -> float:
-        """When the first event of ``kind`` arrived."""
+    def sent_when(self, kind: str) -> float:
+        """Audio sent when the first event of ``kind`` arrived (s)."""
         kinds = [e.type for e in self.events]
         assert kind in kinds, kinds
-        return self.times[kinds.index(kind)]
+        return self.sent_s[kinds.index(kind)]
+
+    def timestamp(self, kind: str) -> float:
+        """The audio time the first event of ``kind`` names (s; voice-started, voice-stopped)."""
+        kinds = [e.type for e in self.events]
+        assert kind in kinds, kinds
+        return self.events[kinds.index(kind)].data["timestamp"] / 1000
 
 
 async def ha_2026(daemon: Daemon, pcm: bytes, rate: int = RATE) -> Answer:
-    """Upload at real time while reading; the first transcript ends the request."""
+    """Upload ``pcm`` at real time while reading; the first transcript ends the request.
+
+    Then the client waits (DECISION_WAIT_S at most) with the request open, sending
+    nothing more, before its audio-stop: Hearth must end the turn within ``pcm``.
+    """
     size = rate * 2 // 100  # 10 ms chunks
     events: list[Event] = []
-    times: list[float] = []
+    sent_s: list[float] = []
+    sent = 0
+    opened = asyncio.Event()
     async with client(daemon) as c:
         await c.write_event(Transcribe(language="en").event())
         await c.write_event(AudioStart(rate=rate, width=2, channels=1).event())
-        began = time.monotonic()
 
         async def upload() -> None:
+            nonlocal sent
+            # Hearth's clock for the stream starts at audio-start, before transcript-start;
+            # ours after it, so a slow start never makes live audio look like a backlog.
+            await opened.wait()
+            began = time.monotonic()
             for i in range(0, len(pcm), size):
                 delay = began + i / (rate * 2) - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 chunk = AudioChunk(rate=rate, width=2, channels=1, audio=pcm[i : i + size])
+                sent += len(chunk.audio)  # counted as it goes out: an upper bound
                 await c.write_event(chunk.event())
+            await asyncio.sleep(DECISION_WAIT_S)
             await c.write_event(AudioStop().event())
 
         async def receive() -> Event | None:
             while (event := await c.read_event()) is not None:
                 events.append(event)
-                times.append(time.monotonic() - began)
+                sent_s.append(sent / (rate * 2))
+                opened.set()
                 if Transcript.is_type(event.type) or event.type == "error":
                     return event
             return None
@@ -126,7 +159,7 @@ async def ha_2026(daemon: Daemon, pcm: bytes, rate: int = RATE) -> Answer:
         sending = asyncio.create_task(upload())
         reading = asyncio.create_task(receive())
         try:
-            async with asyncio.timeout(len(pcm) / (rate * 2) + 60):
+            async with asyncio.timeout(len(pcm) / (rate * 2) + DECISION_WAIT_S + 60):
                 done, _ = await asyncio.wait(
                     {sending, reading}, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -142,8 +175,7 @@ async def ha_2026(daemon: Daemon, pcm: bytes, rate: int = RATE) -> Answer:
     text = None
     if final is not None and Transcript.is_type(final.type):
         text = Transcript.from_event(final).text
-    at_s = times[-1] if text is not None else None
-    return Answer(events, times, text, at_s, stopped_early)
+    return Answer(events, sent_s, text, stopped_early)
 
 
 async def test_info_tells_home_assistant_that_hearth_ends_the_turn(daemon):
@@ -159,17 +191,15 @@ async def test_info_tells_home_assistant_that_hearth_ends_the_turn(daemon):
 
 async def test_a_2026_client_gets_the_transcript_before_it_stops_sending(daemon, kitchen):
     speech_end_s = 0.3 + kitchen.size / RATE
-    # Silence to spare after the speech: the client would go on sending it for as long
-    # as its own pipeline let it (a decode on a loaded machine takes seconds).
-    pcm = np.concatenate([silence(0.3), kitchen, silence(6.0)]).tobytes()
+    # Hearth decides within the longest pause of the end of speech, at the latest: the
+    # client sends that much silence, then waits.
+    pcm = np.concatenate([silence(0.3), kitchen, silence(MAX_PAUSE_S + MARGIN_S)]).tobytes()
     answer = await ha_2026(daemon, pcm)
     assert answer.text is not None, [e.type for e in answer.events]
     assert answer.stopped_early, "the transcript came only after the client's audio-stop"
     assert_heard(answer.text, KITCHEN, "kitchen")
-    # Hearth decided within the longest pause of the end of speech, at the latest (with
-    # room for a loaded machine's lag, well short of the 6 s the client sends).
-    decided = answer.at("voice-stopped") - speech_end_s
-    assert decided < MAX_PAUSE_S + 2.5, decided
+    # The turn ended where the sentence did (Piper's own trailing silence before it).
+    assert speech_end_s - 0.5 < answer.timestamp("voice-stopped") <= speech_end_s
     assert "error" not in [e.type for e in answer.events]
 
 
@@ -206,12 +236,11 @@ async def test_a_2024_client_still_gets_it_after_its_own_audio_stop(daemon, kitc
     ids=["silence", "white-noise"],
 )
 async def test_nobody_speaking_ends_with_an_empty_transcript(daemon, quiet):
-    answer = await ha_2026(daemon, quiet(NO_SPEECH_S + 5.0).tobytes())
+    # Ended within the audio sent (vad.no_speech_ms and a margin), not before that much.
+    answer = await ha_2026(daemon, quiet(NO_SPEECH_S + MARGIN_S).tobytes())
     assert answer.text == "", [e.type for e in answer.events]
     assert answer.stopped_early
-    # No decode to wait for: the transcript is the decision itself (a loaded machine's
-    # lag allowed, well short of the end of the audio).
-    assert answer.at_s is not None and NO_SPEECH_S - 0.2 < answer.at_s < NO_SPEECH_S + 3.0
+    assert answer.sent_when("transcript") >= NO_SPEECH_S
     assert "voice-started" not in [e.type for e in answer.events]
 
 
@@ -224,16 +253,17 @@ async def test_a_turn_the_model_never_calls_finished_ends_at_the_longest_pause(
     patient, kitchen, pause
 ):
     speech_end_s = 0.3 + kitchen.size / RATE
-    pcm = np.concatenate([silence(0.3), kitchen, pause(5.0)]).tobytes()
+    pcm = np.concatenate([silence(0.3), kitchen, pause(PATIENT_PAUSE_S + MARGIN_S)]).tobytes()
     answer = await ha_2026(patient, pcm)
     assert answer.text is not None, [e.type for e in answer.events]
+    assert answer.stopped_early, "the longest pause did not end the turn"
     assert_heard(answer.text, KITCHEN, "kitchen")
-    waited = answer.at("voice-stopped") - speech_end_s
     # Asked at 0.2 s of silence, the model said "not finished"; the fixed trailing
     # silence (0.7 s) does not end a turn the model was asked about: the longest
-    # pause does (Piper's own trailing silence makes the wait look a little shorter; a
-    # loaded machine's lag makes it look longer, short of the 5 s the client sends).
-    assert PATIENT_PAUSE_S - 0.35 < waited < PATIENT_PAUSE_S + 2.5, waited
+    # pause does, so voice-stopped came once that much silence had gone out (Piper's
+    # own trailing silence makes the pause look a little shorter).
+    waited = answer.sent_when("voice-stopped") - speech_end_s
+    assert waited > PATIENT_PAUSE_S - 0.35, waited
 
 
 def babble(speak: Callable[[str], np.ndarray], seconds: float) -> np.ndarray:
@@ -254,13 +284,14 @@ def babble(speak: Callable[[str], np.ndarray], seconds: float) -> np.ndarray:
 
 
 async def test_a_television_that_never_pauses_ends_at_the_longest_utterance(daemon, speak):
-    pcm = np.concatenate([silence(0.3), babble(speak, 10.0)]).tobytes()
+    pcm = np.concatenate([silence(0.3), babble(speak, MAX_UTTERANCE_S + 1.0)]).tobytes()
     answer = await ha_2026(daemon, pcm)
     assert answer.text, [e.type for e in answer.events]
-    # Not at a pause (there is none), but when the longest utterance was reached (the
-    # transcript follows once the decode is done: seconds on a loaded machine).
-    decided = answer.at("voice-stopped")
-    assert 0.3 + MAX_UTTERANCE_S - 0.1 < decided < 0.3 + MAX_UTTERANCE_S + 3.0, decided
+    assert answer.stopped_early
+    # Not at a pause (there is none), but where the longest utterance was reached: the
+    # speech is cut there, so voice-stopped names that point of the audio.
+    utterance = answer.timestamp("voice-stopped") - answer.timestamp("voice-started")
+    assert MAX_UTTERANCE_S <= utterance < MAX_UTTERANCE_S + 0.1, utterance
 
 
 # ---------------------------------------------------------------- no words lost
@@ -282,6 +313,10 @@ class Spoken:
     """Where the second part's audio starts (ms of the stream)."""
     end_ms: int
     """Where the second part's audio ends (ms of the stream)."""
+
+    def then_silence(self, seconds: float) -> Spoken:
+        """The same command with ``seconds`` more silence after it."""
+        return replace(self, pcm=self.pcm + bytes(int(seconds * self.rate) * 2))
 
 
 def two_parts(first: np.ndarray, second: np.ndarray, rate: int, pause_s: float) -> Spoken:
@@ -336,7 +371,7 @@ async def read_after_audio_stop(daemon: Daemon, spoken: Spoken, realtime: bool) 
         await c.write_event(AudioStop().event())
         while True:
             event = await asyncio.wait_for(c.read_event(), 60)
-            assert event is not None, [e.type for e in events]
+            assert event is not None, ([e.type for e in events], events[-1].data if events else {})
             events.append(event)
             if event.type == "transcript-stop":
                 return events
@@ -372,7 +407,12 @@ def the_turn_hearth_decided(events: list[Event], spoken: Spoken) -> str:
 
 @pytest.mark.parametrize("realtime", [True, False], ids=["real-time", "at-once"])
 async def test_a_slow_speaker_read_after_audio_stop_loses_no_word(daemon, slow_command, realtime):
-    events = await read_after_audio_stop(daemon, slow_command, realtime)
+    # At real time, the turn model's answer about the last pause can come after a quick
+    # audio-stop on a loaded machine, and Hearth then never ends the turn (nor says where):
+    # the client sends silence up to the longest pause, which ends it whatever the answer
+    # and however late it comes.
+    spoken = slow_command.then_silence(MAX_PAUSE_S + MARGIN_S) if realtime else slow_command
+    events = await read_after_audio_stop(daemon, spoken, realtime)
     text = the_turn_hearth_decided(events, slow_command)
     if not realtime:  # a recording: the client's audio-stop ended it, with every word
         assert_heard(text, COMMAND, "kitchen", "degrees", max_wer=SLOW_WER)
@@ -388,8 +428,12 @@ async def test_a_2026_client_at_real_time_gets_the_turn_up_to_where_hearth_ended
     daemon, paused_command
 ):
     # Ending at the 0.9 s pause is a turn decision (the turn bench counts those), not a
-    # loss: what comes back is every word up to the end Hearth decided.
-    answer = await ha_2026(daemon, paused_command.pcm, paused_command.rate)
+    # loss: what comes back is every word up to the end Hearth decided. Whether the
+    # answer about the pause came before the second part began depends on the machine's
+    # speed; either way the turn ends within the longest pause of the end of speech.
+    answer = await ha_2026(
+        daemon, paused_command.then_silence(MAX_PAUSE_S + MARGIN_S).pcm, paused_command.rate
+    )
     assert answer.text is not None, [e.type for e in answer.events]
     assert answer.stopped_early
     the_turn_hearth_decided(answer.events + [Event("transcript-stop")], paused_command)

@@ -168,3 +168,20 @@ def test_an_early_question_starts_over_after_speech_resumes():
     drive(ep, "S" * 10 + "." * 3)  # asked early; the person goes on
     events = drive(ep, "S" * 5 + "." * 3)
     assert [k for k, _ in events] == ["resumed", "paused", "turn_check"]
+
+
+def test_the_longest_utterance_ends_once_while_speech_goes_on():
+    # A recording sent at once stays ENDED until its client's audio-stop: speech going on
+    # past the limit must not resume and end the utterance again on every frame.
+    ep = Endpointer(EndpointConfig(max_utterance_s=1.0))
+    events = []
+    for _ in range(100):  # 3.2 s of unbroken speech in 32 ms frames
+        events += ep.process(0.032, True)
+    kinds = [e.kind for e in events]
+    assert kinds == ["started", "ended"], kinds
+    assert events[-1].reason == "longest-utterance"
+    ep.reset()
+    more = []
+    for _ in range(10):
+        more += ep.process(0.032, True)
+    assert [e.kind for e in more] == ["started"]  # the next utterance starts as usual
