@@ -153,10 +153,12 @@ class Endpointer:
         # SPEECH, PAUSED or ENDED: a speech run long enough counts as speech; short blips
         # are treated as silence so clicks do not hold an utterance open.
         if is_speech and self._run_s >= cfg.speech_start_s:
-            if self._cut_at_longest:
-                return events  # past the longest utterance: it stays ended
             self.speech_end_s = self.now_s
             self._silence_s = 0.0
+            if self._cut_at_longest:
+                # Past the longest utterance it stays ended (no new events), but its words
+                # still count: a recording's final decode holds every word to its end.
+                return events
             self._next_check_s = self.first_check_s
             self._unasked = False
             if self.state in (EndpointState.PAUSED, EndpointState.ENDED):
