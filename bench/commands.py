@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import machine, median, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
+from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
 from daemon.engines.asr.commands import (  # noqa: E402
@@ -51,6 +50,7 @@ from daemon.house.commands import CANDIDATES, HouseCommands  # noqa: E402
 from daemon.house.grammar import HouseGrammar, load_intents  # noqa: E402
 from daemon.house.names import Household, HouseName, NameKind, Tier  # noqa: E402
 from daemon.runtime.loading import load_engines  # noqa: E402
+from tests.helpers import espeak_pcm  # noqa: E402
 
 ENTITIES = [
     ("Reading Lamp", "light"), ("Ceiling Fan", "fan"), ("Porch Light", "light"),
@@ -184,15 +184,6 @@ def sample(grammar: HouseGrammar, count: int) -> list[str]:
     return chosen
 
 
-def espeak(voice: tuple[str, int], text: str) -> np.ndarray:
-    wav = subprocess.run(
-        ["espeak-ng", "-v", voice[0], "-s", str(voice[1]), "--stdout", text],
-        capture_output=True,
-        check=True,
-    ).stdout
-    return np.frombuffer(resample_pcm(wav[44:], 22050, RATE), dtype="<i2").copy()
-
-
 def wer(ref: str, hyp: str) -> tuple[int, int]:
     r = [w.strip(".,?!%").lower() for w in ref.split()]
     h = [w.strip(".,?!%").lower() for w in hyp.split()]
@@ -274,7 +265,7 @@ async def main(count: int, write: bool, language: str = "en") -> None:
                 pcm = b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
                 speech = np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768
             else:
-                speech = espeak(voice.espeak, text).astype(np.float32) / 32768
+                speech = espeak_pcm(*voice.espeak, text).astype(np.float32) / 32768
             noisy = i % 2 == 1
             audio = np.concatenate([np.zeros(4000, np.float32), speech, np.zeros(4000)])
             if noisy:

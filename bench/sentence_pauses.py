@@ -130,6 +130,7 @@ async def make_clips(path: Path) -> list[dict[str, Any]]:
     from daemon.config import parse_config
     from daemon.engines.hardware import probe
     from daemon.runtime.loading import load_engines
+    from tests.helpers import espeak_pcm
 
     labels: list[dict[str, Any]] = []
     arrays: dict[str, np.ndarray] = {}
@@ -144,7 +145,7 @@ async def make_clips(path: Path) -> list[dict[str, Any]]:
             async def say(text: str, voice: Voice = voice, say_as: TurnVoice = say_as) -> Any:
                 if voice.espeak is None:
                     return _trim(await _say(engines, say_as, text))
-                return _trim(_espeak(voice.espeak, text))
+                return _trim(espeak_pcm(*voice.espeak, text))
 
             for text in COMPLETE:
                 speech = await say(text)
@@ -166,17 +167,6 @@ async def make_clips(path: Path) -> list[dict[str, Any]]:
         engines.close()
     np.savez(path, **arrays)
     return labels
-
-
-def _espeak(voice: tuple[str, int], text: str) -> np.ndarray:
-    from daemon.audio.pcm import RATE, resample_pcm
-
-    wav = subprocess.run(
-        ["espeak-ng", "-v", voice[0], "-s", str(voice[1]), "--stdout", text],
-        capture_output=True,
-        check=True,
-    ).stdout
-    return np.frombuffer(resample_pcm(wav[44:], 22050, RATE), dtype="<i2").copy()
 
 
 def add(

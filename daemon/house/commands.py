@@ -65,23 +65,6 @@ class CommandBook:
                 ).start()
         return None if built is None else built[1]
 
-    def wait(self, language: str, timeout_s: float = 60.0) -> HouseGrammar | None:
-        """The current grammar for ``language``, waiting for its build (tests, benches,
-        start-up warming; never a request)."""
-        import time
-
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            grammar = self.grammar(language)
-            generation = self._store.current.generation
-            with self._lock:
-                built = self._built.get(language)
-                missing = language in self._missing
-            if missing or (built is not None and built[0] == generation):
-                return grammar if grammar is not None else (built[1] if built else None)
-            time.sleep(0.05)
-        return None
-
     def _build(self, language: str) -> None:
         household = self._store.current
         try:

@@ -19,13 +19,12 @@ from urllib.parse import unquote
 import httpx
 import numpy as np
 import pytest
-from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
 from daemon.house.grammar import Entity as GrammarEntity
 from daemon.house.grammar import HouseGrammar, HouseNames, load_intents
 from tests.daemon import Daemon
+from tests.e2e.test_house_names import transcribe
 from tests.fake_ha import TOKEN, Area, Entity, FakeHomeAssistant, Floor
 from tests.helpers import PCM_HEADERS, espeak_pcm, paced, silence
 
@@ -115,26 +114,6 @@ def say(voice: tuple[str, int], text: str) -> bytes:
     speech = espeak_pcm(voice[0], voice[1], text)
     pad = np.zeros(8000, np.int16)
     return np.concatenate([pad, speech, pad]).astype("<i2").tobytes()
-
-
-def transcribe(daemon: Daemon, pcm: bytes) -> str:
-    """Home Assistant's way: transcribe, audio-start, 10 ms chunks, audio-stop."""
-
-    async def run() -> str:
-        async with asyncio.timeout(90), AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-            await c.write_event(Transcribe(language="en").event())
-            spec = {"rate": 16000, "width": 2, "channels": 1}
-            await c.write_event(AudioStart(**spec).event())
-            for i in range(0, len(pcm), 320):
-                await c.write_event(AudioChunk(audio=pcm[i : i + 320], **spec).event())
-            await c.write_event(AudioStop().event())
-            while (event := await c.read_event()) is not None:
-                if event.type == "transcript":
-                    return str(event.data["text"])
-                assert event.type != "error", event.data
-            raise AssertionError("the connection closed before the transcript")
-
-    return asyncio.run(run())
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 60.0) -> None:
