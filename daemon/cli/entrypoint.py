@@ -76,14 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_addon(context: AddonContext, args: list[str]) -> int:
     """Run ``hearth serve`` as the add-on: announce Wyoming once it answers."""
-    from daemon.cli.main import load_settings
+    from daemon.cli.main import EXIT_CONFIG, load_settings
     from daemon.errors import ConfigError
 
     try:
         config = load_settings(None)
     except ConfigError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     child = subprocess.Popen([sys.executable, "-m", "daemon.cli", *args])  # noqa: S603
 
     def forward(signum: int, _frame: object) -> None:

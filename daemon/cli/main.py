@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
 from daemon import __version__
+from daemon.cli import ownership
 from daemon.config import Config, load_config
 from daemon.config.addon import ADDON_CONFIG_FILE, read_options
 from daemon.errors import ConfigError, HearthError
@@ -17,7 +19,10 @@ from daemon.ops.logs import setup_logging
 from daemon.ops.supervisor import addon_context
 
 _LOGGER = logging.getLogger("hearth")
-EXIT_CONFIG = 2
+EXIT_CONFIG = 78
+"""sysexits' EX_CONFIG: the unit's ``RestartPreventExitStatus`` stops restarting on it."""
+WRITERS = ("check", "transcribe", "say", "chat", "voices", "speakers")
+"""Commands that may write into the state (voices, speakers, joined models)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         metavar="PATH",
         help=(
-            "config file (default: $HEARTH_CONFIG, else built-in defaults); "
+            "config file (default: $HEARTH_CONFIG, else a system install's "
+            "/etc/hearth/config.yaml, else built-in defaults); "
             "HEARTH_SECTION__KEY variables override it"
         ),
     )
@@ -98,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def load_settings(path: str | Path | None) -> Config:
     """The configuration every command runs on: the file at ``path`` (None:
-    $HEARTH_CONFIG, else none), with the ``HEARTH_*`` environment variables over it.
+    $HEARTH_CONFIG, else a system install's config and state, else none), with the
+    ``HEARTH_*`` environment variables over it.
 
     Run as the Home Assistant add-on (``SUPERVISOR_TOKEN`` and its options file), the
     add-on options come between the two, and a config.yaml in the add-on's own config
@@ -106,6 +113,11 @@ def load_settings(path: str | Path | None) -> Config:
     """
     context = addon_context()
     if context is None:
+        if path is None:
+            path = ownership.installed_config(os.environ)
+            state = ownership.installed_state(os.environ, path)
+            if state is not None:
+                os.environ["STATE_DIRECTORY"] = state
         return load_config(path)
     if path is None and ADDON_CONFIG_FILE.is_file():
         path = ADDON_CONFIG_FILE
@@ -153,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        if args.command in WRITERS:
+            ownership.hand_to_owner(
+                config.state_path, (config.state_path, config.voices_path, config.models_path)
+            )
 
 
 def _install_service(args: argparse.Namespace) -> int:

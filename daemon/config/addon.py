@@ -14,12 +14,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from daemon.errors import ConfigError
 
 KeyPath = tuple[str, ...]
 Settings = dict[KeyPath, object]
+
+
+@dataclass(frozen=True)
+class AddEntry:
+    """An option that adds one entry to a mapping-valued key: the config file's other
+    entries stay, and an entry of that name the file already has is kept as written
+    (``asr_model`` adds its model beside a second model or a remote one)."""
+
+    name: str
+    value: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KeepEntries:
+    """An option that chooses which entries a mapping-valued key holds: each keeps what
+    the config file wrote under it (a wake word's threshold), a new one starts empty."""
+
+    names: tuple[str, ...]
 
 ADDON_SETTINGS: Settings = {("voices", "dir"): "/share/hearth/voices"}
 """What the add-on sets whatever its options say."""
@@ -49,18 +68,21 @@ def _names(name: str, value: object) -> list[str]:
 
 def _asr(options: Mapping[str, object]) -> Settings:
     model = _text("asr_model", options.get("asr_model", "tiny.en")) or "tiny.en"
-    entry: dict[str, object] = {"path": model}
+    settings: Settings = {
+        ("asr", "models"): AddEntry(model, {"path": model}),
+        ("asr", "default_model"): model,
+    }
     language = _text("language", options.get("language", "") or "")
     if language:
-        entry["language"] = language
-    return {("asr", "models"): {model: entry}, ("asr", "default_model"): model}
+        settings[("asr", "models", model, "language")] = language
+    return settings
 
 
 def _wake(options: Mapping[str, object]) -> Settings:
     words = _names("wake_words", options.get("wake_words", []))
     if not words:
         return {("wake", "enabled"): False}
-    return {("wake", "enabled"): True, ("wake", "models"): {word: {} for word in words}}
+    return {("wake", "enabled"): True, ("wake", "models"): KeepEntries(tuple(words))}
 
 
 _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {

@@ -138,6 +138,43 @@ class Layers:
             del self.owners[old]
         self.owners[path] = origin
 
+    def set_in_file(self, path: KeyPath) -> bool:
+        """Whether the config file (the lowest layer) set the mapping at ``path``."""
+        node: Any = self.data
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return False
+            node = node[key]
+        return isinstance(node, dict) and any(
+            o.rank == FILE and o.path[: len(path)] == path for o in self.owners.values()
+        )
+
+    def add_entry(self, path: KeyPath, name: str, value: Any, origin: Origin) -> None:
+        """Make ``name`` an entry of the mapping at ``path``, keeping the others.
+
+        Where the file set the mapping, its entries stay and an entry it already has is
+        kept as the file wrote it; otherwise the mapping is this one entry (the built-in
+        defaults' entries are not carried along)."""
+        if not self.set_in_file(path):
+            self.set(path, {name: value}, origin)
+        elif name not in self.entries(path):
+            self.set((*path, name), value, origin)
+
+    def keep_entries(self, path: KeyPath, names: list[str], origin: Origin) -> None:
+        """Make the mapping at ``path`` hold exactly ``names``: an entry the file set keeps
+        what the file wrote under it (and its origins), a new one starts empty."""
+        node: Any = self.data
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        have = node if isinstance(node, dict) and self.set_in_file(path) else {}
+        kept = {
+            p: o
+            for p, o in self.owners.items()
+            if p[: len(path)] == path and len(p) > len(path) and p[len(path)] in names
+        }
+        self.set(path, {name: have.get(name) or {} for name in names}, origin)
+        self.owners.update(kept)
+
     def entries(self, path: KeyPath) -> list[str]:
         """The entry names of the mapping-valued key at ``path``, as the layers so far
         have it (the defaults where none set it)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from daemon.config.addon import AddEntry, KeepEntries
 from daemon.config.convert import Invalid, KeyPath, build
 from daemon.config.cross import cross_checks
 from daemon.config.environ import apply_environ
@@ -116,11 +117,18 @@ def _assemble(
 
 
 def _apply_addon(layers: Layers, addon: Mapping[tuple[str, ...], object], source: str) -> bool:
-    """Set each add-on option's key (shorter paths first); whether any was set."""
+    """Set each add-on option's key (shorter paths first), merged into the file's
+    mappings rather than replacing them; whether any was set."""
     items = [(tuple(map(str, path)), value) for path, value in addon.items()]
     items = [(path, value) for path, value in items if path and value is not None]
     for path, value in sorted(items, key=lambda item: len(item[0])):
-        layers.set(path, value, Origin(ADDON, source, source, path))
+        origin = Origin(ADDON, source, source, path)
+        if isinstance(value, AddEntry):
+            layers.add_entry(path, value.name, value.value, origin)
+        elif isinstance(value, KeepEntries):
+            layers.keep_entries(path, list(value.names), origin)
+        else:
+            layers.set(path, value, origin)
     return bool(items)
 
 

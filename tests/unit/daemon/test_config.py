@@ -87,7 +87,7 @@ def test_invalid_yaml_names_the_line():
     assert error_of("http:\n  port: [1, 2\n").startswith("config.yaml:")
 
 
-def test_cli_exits_2_with_the_message(tmp_path):
+def test_cli_exits_78_with_the_message(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("limits:\n  max_audio_s: -3\n")
     proc = subprocess.run(
@@ -96,7 +96,7 @@ def test_cli_exits_2_with_the_message(tmp_path):
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == 78  # EX_CONFIG: the unit does not restart on it
     assert f"{bad}:2 limits.max_audio_s: must be a number between 1.0 and 3600.0" in proc.stderr
 
 

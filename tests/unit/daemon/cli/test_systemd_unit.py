@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from daemon.cli.main import EXIT_CONFIG
+
 ROOT = Path(__file__).resolve().parents[4]
 UNIT = ROOT / "systemd" / "hearth.service"
 INSTALLED_HEARTH = "/opt/hearth/bin/hearth"
@@ -74,6 +76,8 @@ def test_unit_asks_for_notify_watchdog_and_its_own_user():
     assert settings["Type"] == "notify"
     assert int(settings["WatchdogSec"]) >= 10
     assert settings["Restart"] == "on-failure"
+    # A config error stops the unit instead of restarting it every few seconds forever.
+    assert settings["RestartPreventExitStatus"] == str(EXIT_CONFIG)
     assert settings["User"] == "hearth"
     assert settings["ExecStart"].startswith(INSTALLED_HEARTH + " --config /etc/hearth/config.yaml")
     assert settings["ExecReload"] == "/bin/kill -HUP $MAINPID"

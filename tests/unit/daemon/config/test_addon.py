@@ -111,3 +111,67 @@ def test_the_options_file(tmp_path):
         read_options(path)
     with pytest.raises(ConfigError, match="cannot read"):
         read_options(tmp_path / "missing.json")
+
+
+HOUSEHOLD_FILE = """\
+asr:
+  default_model: tiny.en
+  models:
+    tiny.en:
+      path: tiny.en
+      beam_size: 3
+    base:
+      path: base
+      language: de
+    gpu-box:
+      backend: remote
+      remote:
+        base_url: http://gpu-box.lan:8000/v1
+        model: large-v3
+wake:
+  models:
+    okay_nabu:
+      probability_cutoff: 0.8
+    my_own_word:
+      sliding_window: 7
+"""
+
+
+def test_the_options_merge_into_the_add_on_folders_config_and_never_erase_it(tmp_path):
+    """The options layer over the add-on folder's config.yaml key by key: a second
+    model, a remote ASR and a wake threshold the file sets all survive."""
+    path = tmp_path / "config.yaml"
+    path.write_text(HOUSEHOLD_FILE)
+    options = {**DEFAULTS, "asr_model": "small.en", "wake_words": ["okay_nabu", "hey_jarvis"]}
+    config = load_config(path, environ={}, addon=options_to_settings(options))
+    models = config.asr.models
+    assert config.asr.default_model == "small.en"
+    assert set(models) == {"tiny.en", "base", "gpu-box", "small.en"}
+    assert models["small.en"].path == "small.en"
+    assert models["tiny.en"].beam_size == 3 and models["base"].language == "de"
+    assert models["gpu-box"].backend == "remote"
+    assert models["gpu-box"].remote.base_url == "http://gpu-box.lan:8000/v1"
+    # The options choose the words; a word the file tuned keeps its threshold.
+    assert list(config.wake.models) == ["okay_nabu", "hey_jarvis"]
+    assert config.wake.models["okay_nabu"].probability_cutoff == 0.8
+    assert config.origins[("wake", "models", "okay_nabu", "probability_cutoff")].startswith(
+        str(path)
+    )
+    assert config.origins[("asr", "models", "tiny.en", "beam_size")].startswith(str(path))
+
+
+def test_an_option_naming_a_model_the_file_defines_keeps_the_files_entry(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(HOUSEHOLD_FILE)
+    options = {**DEFAULTS, "asr_model": "gpu-box", "language": "en"}
+    config = load_config(path, environ={}, addon=options_to_settings(options))
+    entry = config.asr.models["gpu-box"]
+    assert config.asr.default_model == "gpu-box"
+    assert entry.backend == "remote" and entry.remote.model == "large-v3"
+    assert entry.language == "en"  # the option that was set still applies
+
+
+def test_without_a_file_the_options_give_just_their_own_entries():
+    options = {**DEFAULTS, "asr_model": "base", "wake_words": ["alexa"]}
+    config = load_config(None, environ={}, addon=options_to_settings(options))
+    assert list(config.asr.models) == ["base"] and list(config.wake.models) == ["alexa"]
