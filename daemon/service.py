@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from daemon import __version__
 from daemon.config import Config
 from daemon.engines.hardware import HardwareReport, probe
+from daemon.engines.hub.progress import Downloads
 from daemon.errors import ModelUnavailable
 from daemon.house.service import House
 from daemon.ops import memory
@@ -77,6 +78,8 @@ class HearthService:
         self.config = config
         self.report = report
         self.engines: Engines | None = None
+        self.downloads = Downloads()
+        """Models and voices fetched by name: shown in /healthz from the start."""
         self._hearth: Hearth | None = None
         """The facade over ``engines`` (made again when they are swapped)."""
         self.training = Training(config)
@@ -117,6 +120,7 @@ class HearthService:
             details["cuda_devices"] = [g.__dict__ for g in self.report.gpus]
         if self.engines is not None:
             details["engines"] = self.engines.describe()
+        details["downloads"] = self.downloads.describe()
         details["homeassistant"] = self.house.status()
         return self.state is ServiceState.READY, details
 
@@ -142,7 +146,9 @@ class HearthService:
         self.notifier.status("Loading models")
         if self.report is None:
             self.report = await in_daemon_thread(probe)
-        self.engines = await in_daemon_thread(load_engines, self.config, self.report)
+        self.engines = await in_daemon_thread(
+            functools.partial(load_engines, downloads=self.downloads), self.config, self.report
+        )
         self.metrics.watch(self.engines.pools)
         self.notifier.status("Warming up models")
         await warm_up(self.engines)

@@ -1,4 +1,4 @@
-"""The last sections of config.yaml (``voices``, ``speakers``, ``wake``, ``limits``,
+"""The last sections of config.yaml (``hub``, ``voices``, ``speakers``, ``wake``, ``limits``,
 ``log``) and the top-level ``Config`` that holds every section, with its derived paths."""
 
 from __future__ import annotations
@@ -22,6 +22,20 @@ from daemon.config.listeners import (
     WyomingConfig,
 )
 from daemon.config.rules import device_ok, rules
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """Where models and voices asked for by name are fetched from (a Hugging Face hub)."""
+
+    url: str = ""
+    """The hub; empty: $HF_ENDPOINT, else https://huggingface.co."""
+    voices: bool = True
+    """Fetch a Piper voice asked for by its catalogue name."""
+    timeout_s: float = field(default=30.0, metadata=rules(min=1.0, max=600.0))
+    deadline_s: float = field(default=21600.0, metadata=rules(min=10.0, max=604800.0))
+    max_mb: int = field(default=8000, metadata=rules(min=1, max=1_000_000))
+    tries: int = field(default=5, metadata=rules(min=1, max=100))
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,7 @@ class Config:
 
     state_dir: str = ""
     models_dir: str = ""
+    hub: HubConfig = field(default_factory=HubConfig)
     http: HttpConfig = field(default_factory=HttpConfig)
     https: HttpsConfig = field(default_factory=HttpsConfig)
     webrtc: WebRtcConfig = field(default_factory=WebRtcConfig)

