@@ -270,9 +270,13 @@ def probe() -> HardwareReport:
         notes.append(f"onnxruntime probe failed: {exc}")
     llama_gpu = False
     try:
-        import llama_cpp
+        from daemon.engines.cpu import select_llama
 
-        llama_gpu = bool(llama_cpp.llama_supports_gpu_offload())
+        # llama_cpp loads its library when imported: the one this CPU can run, or none.
+        if select_llama().build is not None:
+            import llama_cpp
+
+            llama_gpu = bool(llama_cpp.llama_supports_gpu_offload())
     except Exception as exc:  # noqa: BLE001
         notes.append(f"llama-cpp-python probe failed: {exc}")
     gpus, driver = _nvidia_smi(notes)

@@ -17,6 +17,7 @@ from typing import TypeVar
 from daemon.config import Config
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.asr.batch import batch_size
+from daemon.engines.cpu import select_llama
 from daemon.engines.hardware import EngineRequest, HardwareReport, Placement, plan
 from daemon.engines.hub.progress import Downloads
 from daemon.engines.llm.base import LlmEngine
@@ -270,12 +271,15 @@ def load_engines(
         if kept_llm is not None:
             reuse.status(engines, "llm")
         engine = kept_llm or _load_llm(engines, config, placements.get("llm"))
-        old_chat = previous.chat if previous else None
-        conversations = reuse.model("conversations", old_chat.conversations if old_chat else None)
-        engines.attach_llm(engine, conversations)
-        old_prompt = previous.config.llm.system_prompt if previous else None
-        if kept_llm is None or old_prompt != config.llm.system_prompt:
-            _prime_llm(engine, config)
+        if engine is not None:  # None: this CPU runs no llama.cpp build (status says why)
+            old_chat = previous.chat if previous else None
+            conversations = reuse.model(
+                "conversations", old_chat.conversations if old_chat else None
+            )
+            engines.attach_llm(engine, conversations)
+            old_prompt = previous.config.llm.system_prompt if previous else None
+            if kept_llm is None or old_prompt != config.llm.system_prompt:
+                _prime_llm(engine, config)
     return engines
 
 
@@ -383,7 +387,9 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
     engines.attach_tts(MixedTts(tts_engine, remotes) if remotes else tts_engine, cache)
 
 
-def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine:
+def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine | None:
+    """The LLM; None, with an "off" status and its reason, when the local LLM's
+    llama.cpp cannot run on this CPU (ASR and TTS serve without it)."""
     if config.llm.backend == "remote":
         engine = load_remote_llm(config, engines.llm_pool)
         urls = ", ".join(endpoint_sets([engine])[0].urls)
@@ -391,6 +397,10 @@ def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> 
         engines.status.append(EngineStatus("llm", "llm", "remote", "-", urls, 0.0, 0.0, reasons))
         return engine
     assert placement is not None
+    choice = select_llama()  # logs the one line that says why, when nothing can run
+    if choice.build is None:
+        engines.status.append(EngineStatus("llm", "llm", "off", "-", "", 0.0, 0.0, [choice.reason]))
+        return None
     path = resolve_gguf(config.llm.model, config.models_path, config.asr.allow_download)
 
     def load(p: Placement) -> LlmEngine:

@@ -37,7 +37,7 @@ from daemon.engines.llm.toolcalls import (
     results_as_text,
 )
 from daemon.engines.workers import WorkerPool
-from daemon.errors import PromptTooLong
+from daemon.errors import ModelUnavailable, PromptTooLong
 
 _LOGGER = logging.getLogger(__name__)
 MESSAGE_OVERHEAD = 8
@@ -69,6 +69,11 @@ class LocalLlm(LlmEngine):
             cache_dir: with ``prompt_cache``, also keep those states in this folder, so
                 that a new process starts warm.
         """
+        from daemon.engines.cpu import select_llama
+
+        choice = select_llama()  # before llama_cpp loads a library this CPU cannot run
+        if choice.build is None:
+            raise ModelUnavailable(choice.reason)
         import llama_cpp
         from llama_cpp import Llama
 
