@@ -10,6 +10,7 @@ from typing import Any
 
 from daemon.config import Config, exposure_warnings, settings_of
 from daemon.config.provenance import HIDDEN
+from daemon.engines.cpu import select_llama
 from daemon.engines.hardware import plan, probe
 from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
@@ -62,6 +63,10 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
             models["llm"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
         except HearthError as exc:
             models["llm"] = {"error": str(exc)}
+        llama = select_llama()  # the llama.cpp build this CPU runs, or why none can
+        models["llm"]["llama"] = llama.reason
+        if llama.build is None:
+            models["llm"]["off"] = llama.reason
     else:
         models["llm"] = remote["llm"]
     remote_voices = {name for r in config.tts.remote for name in r.local_names()}
@@ -216,7 +221,12 @@ def run_check(config: Config, load: bool = True, as_json: bool = False) -> int:
     _print_settings(out["settings"])
     print("\nmodels")
     for name, info in out["models"].items():
-        detail = info.get("error") or info.get("remote") or f"{info['path']} ({info['size_mb']} MB)"
+        detail = (
+            info.get("off")
+            or info.get("error")
+            or info.get("remote")
+            or f"{info['path']} ({info['size_mb']} MB)"
+        )
         print(f"  {name:<14} {detail}")
     _print_house(out["homeassistant"])
     print("\nplan")
