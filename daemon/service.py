@@ -146,9 +146,12 @@ class HearthService:
         self.notifier.status("Loading models")
         if self.report is None:
             self.report = await in_daemon_thread(probe)
-        self.engines = await in_daemon_thread(
-            functools.partial(load_engines, downloads=self.downloads), self.config, self.report
-        )
+        report, downloads = self.report, self.downloads
+
+        def load_all() -> Engines:
+            return load_engines(self.config, report, downloads=downloads)
+
+        self.engines = await in_daemon_thread(load_all)
         self.metrics.watch(self.engines.pools)
         self.notifier.status("Warming up models")
         await warm_up(self.engines)
