@@ -122,11 +122,12 @@ speech-tools:
 		echo "espeak-ng missing and not root: the impostor-voice tests will be skipped"
 
 # podman, mmdebstrap and runc for the container image's end-to-end test (Debian packages;
-# installed when root). The test makes a Debian base image from the archive itself.
-CONTAINER_TOOLS = podman buildah mmdebstrap runc uidmap
+# installed when root). The test makes a Debian base image from the archive itself;
+# qemu-user-static runs the image's LLM on an emulated CPU without AVX.
+CONTAINER_TOOLS = podman buildah mmdebstrap runc uidmap qemu-user-static
 container-tools:
 	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null && \
-		command -v runc >/dev/null || \
+		command -v runc >/dev/null && command -v qemu-x86_64-static >/dev/null || \
 		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS) || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS); }; }; } || \
 		echo "podman/mmdebstrap/runc missing and not root: the container test will be skipped"
