@@ -16,6 +16,7 @@ STATUS: dict[str, int] = {
     "unauthorized": 401,
     "cors-forbidden": 403,
     "origin-forbidden": 403,
+    "forbidden": 403,
     "unknown-model": 404,
     "unknown-voice": 404,
     "unknown-speaker": 404,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from daemon.config.addon import ADDON_SETTINGS
+from daemon.config.addon import ADDON_SETTINGS, LEGACY_VOICES
 from daemon.ops import probe
 from daemon.ops.supervisor import AddonContext, DiscoveryFailed, addon_context, announce
 
@@ -60,15 +61,38 @@ def drop_root(name: str = USER, folders: Sequence[Path] = (DATA,)) -> None:
     os.environ["USER"] = name
 
 
+def adopt_voices(legacy: Path, voices: Path) -> int:
+    """Copy the voices an earlier version kept in ``legacy`` into ``voices`` once (where
+    it holds none yet); the number of voices copied. The old folder is left as it was."""
+    voices.mkdir(parents=True, exist_ok=True)
+    if not legacy.is_dir() or any(voices.iterdir()):
+        return 0
+    copied = 0
+    for folder in sorted(p for p in legacy.iterdir() if p.is_dir()):
+        shutil.copytree(folder, voices / folder.name, symlinks=False)
+        copied += 1
+    if copied:
+        _LOGGER.info(
+            "Copied %d custom voices from %s into %s (the add-on's backup keeps them now; "
+            "the old folder can be deleted)",
+            copied,
+            legacy,
+            voices,
+        )
+    return copied
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``hearth-entrypoint``."""
     args = list(sys.argv[1:] if argv is None else argv) or ["serve"]
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     context = addon_context()
-    # The add-on keeps custom voices in the share folder, where the Samba add-on reaches
-    # them: its own folder there is hearth's too.
-    shared = [Path(str(ADDON_SETTINGS[("voices", "dir")])).parent] if context else []
-    drop_root(USER, [DATA, *shared])
+    # The add-on keeps custom voices in its own config folder (in its backup, where the
+    # Samba add-on reaches them): that folder is hearth's too.
+    voices = [Path(str(ADDON_SETTINGS[("voices", "dir")]))] if context else []
+    if voices and os.geteuid() == 0:
+        adopt_voices(LEGACY_VOICES, voices[0])
+    drop_root(USER, [DATA, *voices])
     if context is None or args[0] != "serve":
         os.execv(sys.executable, [sys.executable, "-m", "daemon.cli", *args])
     return run_addon(context, args)

@@ -4,8 +4,7 @@ The Supervisor writes the options a household chose in the add-on's page (its sc
 in ``addon/config.yaml``) to ``/data/options.json`` before each start. They are one
 layer of the configuration, above the config file and below ``HEARTH_*`` variables
 (:func:`daemon.config.load.load_config`), and ``hearth check`` names them as their
-origin. A few keys are the add-on's own whatever the options say: custom voices live in
-the ``share`` folder the add-on maps, where the Samba and SSH add-ons reach them.
+origin. A few keys are the add-on's own whatever the options say (``ADDON_SETTINGS``).
 Home Assistant's names need no option beyond ``home_assistant_names``: the add-on reaches
 its websocket API through the Supervisor (``homeassistant_api: true``) with its own token.
 """
@@ -40,8 +39,21 @@ class KeepEntries:
 
     names: tuple[str, ...]
 
-ADDON_SETTINGS: Settings = {("voices", "dir"): "/share/hearth/voices"}
-"""What the add-on sets whatever its options say."""
+
+SUPERVISOR_NETWORK = "172.30.32.0/23"
+"""The Supervisor's internal network (``hassio``): its watchdog connects from there."""
+ADDON_SETTINGS: Settings = {
+    ("voices", "dir"): "/config/voices",
+    ("mdns", "enabled"): False,
+    ("network", "lan"): False,
+    ("network", "allow"): [SUPERVISOR_NETWORK],
+}
+"""What the add-on sets whatever its options say (``lan_access`` opens the network):
+custom voices in its own config folder (in its backup, reached with the Samba and SSH
+add-ons); no mDNS, since the Supervisor's discovery is the one card Home Assistant
+shows; only this machine and the Supervisor's network answered."""
+LEGACY_VOICES = Path("/share/hearth/voices")
+"""Where an earlier version kept custom voices (outside the add-on's backup)."""
 ADDON_CONFIG_FILE = Path("/config/config.yaml")
 """A full Hearth config.yaml in the add-on's own config folder (``addon_config``), for
 settings the options do not offer; the options and the environment win over it."""
@@ -95,6 +107,7 @@ _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {
     "speakers": (("speakers", "enabled"), _flag),
     "home_assistant_names": (("homeassistant", "names"), _flag),
     "home_assistant_commands": (("homeassistant", "commands"), _flag),
+    "lan_access": (("network", "lan"), _flag),
     "log_level": (("log", "level"), _text),
 }
 """Options that set one key each, with how their value is read."""

@@ -1,6 +1,6 @@
 """The listener and network sections of config.yaml, in the file's order.
 
-``http``, ``https``, ``webrtc``, ``wyoming``, ``mdns``, ``auth``, ``metrics`` and
+``http``, ``https``, ``webrtc``, ``wyoming``, ``network``, ``mdns``, ``auth``, ``metrics`` and
 ``willow``: where Hearth listens, how it is reached and what it lets in.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from daemon.config.rules import host_name_ok, origin_ok, rules, uri_ok
+from daemon.config.rules import host_name_ok, network_ok, origin_ok, rules, uri_ok
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,17 @@ class WyomingConfig:
     """server: with the turn model on, Hearth ends each transcribe request's turn itself
     (``requires_external_vad: false`` in ``info``) and sends the transcript at once;
     client: the client's own VAD ends it with ``audio-stop``."""
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Which machines Wyoming and the HTTP API answer (WebRTC's signaling included)."""
+
+    lan: bool = True
+    """false: only this machine (Home Assistant on the same host) and ``allow``; every
+    other peer is refused (Wyoming: an ``error`` with code forbidden; HTTP: 403)."""
+    allow: list[str] = field(default_factory=list, metadata=rules(check=network_ok))
+    """Networks (CIDR) or addresses answered with ``lan: false`` too."""
 
 
 @dataclass(frozen=True)

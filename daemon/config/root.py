@@ -17,6 +17,7 @@ from daemon.config.listeners import (
     HttpsConfig,
     MdnsConfig,
     MetricsConfig,
+    NetworkConfig,
     WebRtcConfig,
     WillowConfig,
     WyomingConfig,
@@ -143,6 +144,7 @@ class Config:
     https: HttpsConfig = field(default_factory=HttpsConfig)
     webrtc: WebRtcConfig = field(default_factory=WebRtcConfig)
     wyoming: WyomingConfig = field(default_factory=WyomingConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
     mdns: MdnsConfig = field(default_factory=MdnsConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)

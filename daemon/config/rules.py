@@ -106,6 +106,17 @@ def ha_url_ok(value: str) -> str | None:
     return None
 
 
+def network_ok(value: str) -> str | None:
+    """A network in CIDR notation (172.30.32.0/23, fd00::/8) or one address."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return "must be a network like 172.30.32.0/23 or an address like 192.168.1.20"
+    return None
+
+
 def host_name_ok(value: str) -> str | None:
     """A host name or address a request may name in Host, or '*'."""
     if value == "*":

@@ -34,6 +34,7 @@ from daemon.errors import status_of
 from protocols.http.common import ServiceView
 from protocols.http.cors import origin_allowed
 from protocols.http.errors import HttpError, error_body, error_response
+from protocols.peers import RefusalLog, peer_allowed, refusal
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class OriginGuard:
         self.service = service
         self._names: frozenset[str] | None = None
         self._names_lock = asyncio.Lock()
+        self._refused = RefusalLog("HTTP")
 
     async def own_names(self) -> frozenset[str]:
         """The machine's names, looked up once off the event loop."""
@@ -148,6 +150,11 @@ class OriginGuard:
             await _refuse_websocket(scope, send, refusal)
 
     async def _refusal(self, scope: Scope, headers: Headers) -> HttpError | None:
+        peer = (scope.get("client") or (None,))[0]
+        local = (scope.get("server") or (None,))[0]
+        if not peer_allowed(self.service.config.network, peer, local):
+            self._refused.note(peer)
+            return HttpError("forbidden", refusal(peer))
         config = self.service.config.http
         host = headers.get("host", "")
         if host and from_browser(headers):

@@ -27,9 +27,10 @@ from typing import SupportsIndex
 from wyoming.error import Error
 from wyoming.event import async_write_event
 
-from daemon.config import Config
+from daemon.config import Config, NetworkConfig
 from daemon.runtime.facade import Hearth
 from protocols.listener import Announcement, Drained
+from protocols.peers import RefusalLog, peer_allowed, refusal
 from protocols.wyoming.framing import MAX_HEADER_BYTES
 from protocols.wyoming.handler import Observer, WyomingConnection
 
@@ -81,6 +82,9 @@ class WyomingServer:
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
         self.idle_timeout_s = idle_timeout_s
+        self.network = NetworkConfig()
+        """Which peers are answered (``network.*``, applied on reload)."""
+        self._refused = RefusalLog("Wyoming")
         self._server: asyncio.AbstractServer | None = None
         self._idle_check: asyncio.Task[None] | None = None
         self._tasks: dict[asyncio.Task[None], WyomingConnection] = {}
@@ -92,7 +96,7 @@ class WyomingServer:
         cls, config: Config, hearth: Callable[[], Hearth], observer: Observer | None = None
     ) -> WyomingServer:
         """The listener ``config`` describes (``wyoming.*``, ``limits.request_timeout_s``)."""
-        return cls(
+        server = cls(
             config.wyoming.uri,
             hearth,
             max_connections=config.wyoming.max_connections,
@@ -101,6 +105,8 @@ class WyomingServer:
             observer=observer,
             idle_timeout_s=config.wyoming.idle_timeout_s,
         )
+        server.network = config.network
+        return server
 
     @property
     def connections(self) -> int:
@@ -125,6 +131,7 @@ class WyomingServer:
         self.max_event_bytes = config.wyoming.max_event_bytes
         self.body_timeout_s = config.limits.request_timeout_s
         self.idle_timeout_s = config.wyoming.idle_timeout_s
+        self.network = config.network
         if hearth is None:
             return lambda: True
         # A connection reads the engines per request: only the running ones hold old ones.
@@ -208,17 +215,24 @@ class WyomingServer:
         task.cancel()
         return True
 
+    async def _refuse(self, writer: asyncio.StreamWriter, error: Error) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(async_write_event(error.event(), writer), 5)
+        writer.close()
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer, local = writer.get_extra_info("peername"), writer.get_extra_info("sockname")
+        host = peer[0] if isinstance(peer, tuple) else None
+        if not peer_allowed(self.network, host, local[0] if isinstance(local, tuple) else None):
+            self._refused.note(host)
+            await self._refuse(writer, Error(text=refusal(host), code="forbidden"))
+            return
         open_now = sum(1 for task in self._tasks if not task.cancelling())
         if open_now >= self.max_connections and not self._make_room():
             _LOGGER.warning("Wyoming connection refused: %d already open", len(self._tasks))
-            with contextlib.suppress(Exception):
-                limit = self.max_connections
-                busy = Error(
-                    text=f"too many connections (wyoming.max_connections is {limit})", code="busy"
-                )
-                await asyncio.wait_for(async_write_event(busy.event(), writer), 5)
-            writer.close()
+            limit = self.max_connections
+            text = f"too many connections (wyoming.max_connections is {limit})"
+            await self._refuse(writer, Error(text=text, code="busy"))
             return
         connection = WyomingConnection(
             reader, writer, self._hearth, self.max_event_bytes, self.body_timeout_s, self.observer

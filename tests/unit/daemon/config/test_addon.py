@@ -7,7 +7,12 @@ import json
 import pytest
 
 from daemon.config import load_config
-from daemon.config.addon import ADDON_SETTINGS, options_to_settings, read_options
+from daemon.config.addon import (
+    ADDON_SETTINGS,
+    SUPERVISOR_NETWORK,
+    options_to_settings,
+    read_options,
+)
 from daemon.errors import ConfigError
 
 DEFAULTS = {
@@ -175,3 +180,12 @@ def test_without_a_file_the_options_give_just_their_own_entries():
     options = {**DEFAULTS, "asr_model": "base", "wake_words": ["alexa"]}
     config = load_config(None, environ={}, addon=options_to_settings(options))
     assert list(config.asr.models) == ["base"] and list(config.wake.models) == ["alexa"]
+
+
+def test_the_add_on_is_closed_to_the_lan_and_silent_on_mdns_unless_opened():
+    config = load_config(None, environ={}, addon=options_to_settings(DEFAULTS))
+    assert not config.network.lan and config.network.allow == [SUPERVISOR_NETWORK]
+    assert not config.mdns.enabled  # the Supervisor's discovery is the one card
+    assert config.voices.dir == "/config/voices"  # the add-on's config folder: backed up
+    opened = options_to_settings({**DEFAULTS, "lan_access": True})
+    assert load_config(None, environ={}, addon=opened).network.lan
