@@ -10,7 +10,7 @@ CONFIG ?= config.yaml
 # container image installs Hearth as a package without them (INSTALL_SPEC=.).
 INSTALL_SPEC ?= -e '.[dev]'
 
-.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools speech-tools container-tools image install-service uninstall-service cuda-libs gpu-check
+.PHONY: install train-deps run test lint format bench check lock clean browser systemd-tools speech-tools container-tools image addon-local install-service uninstall-service cuda-libs gpu-check
 
 # GPU=auto (default): the CUDA extras when an NVIDIA driver answers (nvidia-smi works);
 # GPU=cuda forces them, GPU=cpu never installs them. The CPU path downloads no CUDA wheel.
@@ -131,6 +131,12 @@ container-tools:
 		{ [ "$$(id -u)" = 0 ] && { apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS) || \
 		{ apt-get update -q && apt-get install -y -q --no-install-recommends $(CONTAINER_TOOLS); }; }; } || \
 		echo "podman/mmdebstrap/runc missing and not root: the container test will be skipped"
+
+# The add-on as a folder the Home Assistant Supervisor builds itself (no published image
+# needed): copy it to /addons/hearth on the Home Assistant machine (addon/DOCS.md).
+ADDON_DEST ?= build/addon-local/hearth
+addon-local:
+	python3 addon/local_build.py $(ADDON_DEST)
 
 # Hearth's container image (Dockerfile): docker build works the same way.
 image:
