@@ -84,6 +84,7 @@ def write(dest: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    """Write the folder named on the command line."""
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         print("usage: python3 addon/local_build.py DEST", file=sys.stderr)
