@@ -148,8 +148,8 @@ class LoopbackHub:
             else:
                 self._send(handler, key)
         elif cdn:
-            key = next((k for k, f in self.files.items() if f.sha256 == cdn[1]), None)
-            self._send(handler, key) if key else self._not_found(handler)
+            found = next((k for k, f in self.files.items() if f.sha256 == cdn[1]), None)
+            self._send(handler, found) if found else self._not_found(handler)
         else:
             self._not_found(handler)
 
