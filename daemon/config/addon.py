@@ -78,8 +78,14 @@ def _names(name: str, value: object) -> list[str]:
     return [_text(name, item) for item in value if _text(name, item)]
 
 
+def _chosen(options: Mapping[str, object], listed: str, custom: str, default: str) -> str:
+    """A list option's choice, or its free-text companion's when that is set."""
+    own = _text(custom, options.get(custom, "") or "")
+    return own or _text(listed, options.get(listed, default)) or default
+
+
 def _asr(options: Mapping[str, object]) -> Settings:
-    model = _text("asr_model", options.get("asr_model", "tiny.en")) or "tiny.en"
+    model = _chosen(options, "asr_model", "custom_asr_model", "tiny.en")
     settings: Settings = {
         ("asr", "models"): AddEntry(model, {"path": model}),
         ("asr", "default_model"): model,
@@ -90,6 +96,12 @@ def _asr(options: Mapping[str, object]) -> Settings:
     return settings
 
 
+def _voice(options: Mapping[str, object]) -> Settings:
+    return {("tts", "default_voice"): _chosen(options, "voice", "custom_voice", "")} if (
+        options.get("voice") or options.get("custom_voice")
+    ) else {}
+
+
 def _wake(options: Mapping[str, object]) -> Settings:
     words = _names("wake_words", options.get("wake_words", []))
     if not words:
@@ -98,7 +110,6 @@ def _wake(options: Mapping[str, object]) -> Settings:
 
 
 _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {
-    "voice": (("tts", "default_voice"), _text),
     "llm": (("llm", "backend"), _text),
     "llm_url": (("llm", "remote", "base_url"), _text),
     "llm_model": (("llm", "remote", "model"), _text),
@@ -111,7 +122,7 @@ _SIMPLE: dict[str, tuple[KeyPath, Callable[[str, object], object]]] = {
     "log_level": (("log", "level"), _text),
 }
 """Options that set one key each, with how their value is read."""
-_WHOLE = {"asr_model", "language", "wake_words"}
+_WHOLE = {"voice", "custom_voice", "asr_model", "custom_asr_model", "language", "wake_words"}
 """Options that set several keys together."""
 
 
@@ -127,6 +138,7 @@ def options_to_settings(options: Mapping[str, object]) -> Settings:
         known = ", ".join(sorted(set(_SIMPLE) | _WHOLE))
         raise ConfigError(f"add-on option {unknown[0]}: unknown (known options: {known})")
     settings: Settings = dict(ADDON_SETTINGS)
+    settings.update(_voice(options))
     settings.update(_asr(options))
     settings.update(_wake(options))
     for name, (path, read) in _SIMPLE.items():

@@ -58,6 +58,7 @@ def test_the_checker_refuses_what_the_supervisor_refuses(addon):
         "schema type": ("schema", {**addon["schema"], "voice": "text"}),
         "option type": ("options", {**addon["options"], "speakers": "yes"}),
         "option choice": ("options", {**addon["options"], "llm": "cloud"}),
+        "model choice": ("options", {**addon["options"], "asr_model": "gigantic"}),
         "unknown option": ("options", {**addon["options"], "colour": "red"}),
     }
     for case, (key, value) in cases.items():
@@ -75,7 +76,8 @@ def test_every_option_has_a_translation_and_a_mapping(addon):
     # Every option of the schema means something to Hearth (and nothing else does).
     sample = {key: value for key, value in addon["options"].items()}
     sample.update({"language": "en", "llm_url": "http://ollama.lan:11434/v1", "llm_model": "m",
-                   "llm_api_key": "k", "api_key": "k"})  # fmt: skip
+                   "llm_api_key": "k", "api_key": "k", "custom_voice": "v",
+                   "custom_asr_model": "owner/whisper-ct2"})  # fmt: skip
     assert set(sample) == set(addon["schema"])
     options_to_settings(sample)
 

@@ -189,3 +189,13 @@ def test_the_add_on_is_closed_to_the_lan_and_silent_on_mdns_unless_opened():
     assert config.voices.dir == "/config/voices"  # the add-on's config folder: backed up
     opened = options_to_settings({**DEFAULTS, "lan_access": True})
     assert load_config(None, environ={}, addon=opened).network.lan
+
+
+def test_a_custom_model_or_voice_wins_over_the_lists_choice():
+    options = {**DEFAULTS, "custom_asr_model": "owner/whisper-ct2", "custom_voice": "kitchen"}
+    config = load_config(None, environ={}, addon=options_to_settings(options))
+    assert config.asr.default_model == "owner/whisper-ct2"
+    assert config.asr.models["owner/whisper-ct2"].path == "owner/whisper-ct2"
+    assert config.tts.default_voice == "kitchen"
+    listed = options_to_settings({**DEFAULTS, "voice": "de_DE-thorsten-medium", "custom_voice": ""})
+    assert listed[("tts", "default_voice")] == "de_DE-thorsten-medium"
