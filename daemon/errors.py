@@ -119,12 +119,6 @@ class SpeakersOff(HearthError):
     code = "speakers-off"
 
 
-class VoiceNotAuthorized(HearthError):
-    """Speaker verification found no enrolled speaker's voice (Willow's voice_auth)."""
-
-    code = "voice-not-authorized"
-
-
 class InvalidRequest(HearthError):
     """A request option is out of range (beam size, speed, language...)."""
 

@@ -65,19 +65,6 @@ def value_at(config: Any, path: KeyPath) -> Any:
     return node
 
 
-def type_at(path: KeyPath) -> Any:
-    """The annotation of the value at ``path`` (None: not a key of the schema)."""
-    tp: Any = Config
-    for key in path:
-        if dataclasses.is_dataclass(tp):
-            tp = typing.get_type_hints(tp).get(key)
-        elif typing.get_origin(tp) is dict:
-            tp = typing.get_args(tp)[1]
-        else:
-            return None
-    return tp
-
-
 def leaves(cls: Any, data: dict[Any, Any], path: KeyPath = ()) -> Iterator[KeyPath]:
     """The key paths that a layer's valid raw ``data`` sets: its leaves.
 

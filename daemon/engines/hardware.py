@@ -206,11 +206,6 @@ def _place_one(req: EngineRequest, report: HardwareReport) -> Placement:
     return p
 
 
-LLAMA_CUDA_BUILD = (
-    'CMAKE_ARGS="-DGGML_CUDA=on" .venv/bin/pip install -c constraints.txt --force-reinstall '
-    "--no-deps --no-cache-dir llama-cpp-python"
-)
-"""Rebuilds llama-cpp-python with CUDA (what ``make install GPU=cuda`` runs when nvcc exists)."""
 NVCC_INSTALL = (
     "sudo apt-get install nvidia-cuda-toolkit (or NVIDIA's cuda-toolkit-12 package), "
     "then make install GPU=cuda"

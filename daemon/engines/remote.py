@@ -256,11 +256,6 @@ class EndpointSet:
                         self._mark_up(ep)
                 return
 
-    @property
-    def any_healthy(self) -> bool:
-        """Whether some endpoint is in the choice now."""
-        return any(e.healthy for e in self.endpoints)
-
     # ------------------------------------------------------------- running
 
     def run(

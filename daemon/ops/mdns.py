@@ -26,7 +26,6 @@ from daemon.config import MdnsConfig
 
 _LOGGER = logging.getLogger(__name__)
 
-WYOMING_TYPE = "_wyoming._tcp.local."
 HTTP_TYPE = "_http._tcp.local."
 RECHECK_S = 60.0
 

@@ -54,10 +54,6 @@ class WireFormat:
             else {"type": self.type}
         )
 
-    def bytes_per_ms(self) -> float:
-        """Encoded bytes per millisecond of audio."""
-        return self.rate / 1000 * (2 if self.type == "audio/pcm" else 1)
-
     def to_pcm(self, data: bytes) -> bytes:
         """Encoded bytes to 16-bit little-endian PCM at :attr:`rate`."""
         if self.type == "audio/pcm":
