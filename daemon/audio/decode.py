@@ -13,14 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from daemon.audio.pcm import INTERNAL, RATE, AudioFormat, decode_file
+from daemon.audio.pcm import INTERNAL, RATE, AudioFormat, check_header_format, decode_file
 from daemon.errors import InvalidAudio
 
 AMRWB_MAGIC = b"#!AMR-WB\n"
-MAX_HEADER_RATE = 768_000
-"""The highest sample rate a header may name (limits.max_sample_rate's own ceiling)."""
-MAX_HEADER_CHANNELS = 64
-"""The most channels a header may name (limits.max_channels' ceiling)."""
 
 
 class BodyDecoder:
@@ -132,12 +128,7 @@ class WavBody(BodyDecoder):
         if len(body) < 16:
             raise InvalidAudio("the WAV fmt chunk is too short")
         tag, channels, rate, _, _, bits = struct.unpack("<HHIIHH", body[:16])
-        # Whatever the encoding, a header with no rate or no channels is not audio (the
-        # limits of the request are checked against the configuration later).
-        if not 1000 <= rate <= MAX_HEADER_RATE:
-            raise InvalidAudio(f"the WAV header's sample rate {rate} Hz is not a usable rate")
-        if not 1 <= channels <= MAX_HEADER_CHANNELS:
-            raise InvalidAudio(f"the WAV header's channel count {channels} is not usable")
+        check_header_format(rate, channels)  # whatever the encoding
         if tag == 0xFFFE and len(body) >= 26:
             tag = struct.unpack("<H", body[24:26])[0]  # WAVE_FORMAT_EXTENSIBLE sub-format
         if tag != 1 or bits not in (8, 16, 32):

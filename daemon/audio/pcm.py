@@ -8,6 +8,7 @@ Conversion happens at the edges: :class:`PcmConverter` turns arbitrary PCM chunk
 from __future__ import annotations
 
 import io
+import struct
 import wave
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -202,6 +203,38 @@ def resample_pcm(pcm: bytes, from_rate: int, to_rate: int) -> bytes:
     return float_to_pcm(soxr.resample(audio, from_rate, to_rate))
 
 
+MAX_HEADER_RATE = 768_000
+"""The highest sample rate a header may name (limits.max_sample_rate's own ceiling)."""
+MAX_HEADER_CHANNELS = 64
+"""The most channels a header may name (limits.max_channels' ceiling)."""
+_HEADER_SCAN = 1 << 16
+"""How far into a WAV its fmt chunk is looked for."""
+
+
+def check_header_format(rate: int, channels: int) -> None:
+    """Refuse a file header that names no usable sample rate or channel count (the
+    request's own limits are checked against the configuration later)."""
+    if not 1000 <= rate <= MAX_HEADER_RATE:
+        raise InvalidAudio(f"the WAV header's sample rate {rate} Hz is not a usable rate")
+    if not 1 <= channels <= MAX_HEADER_CHANNELS:
+        raise InvalidAudio(f"the WAV header's channel count {channels} is not usable")
+
+
+def check_wav_header(data: bytes) -> None:
+    """For a WAV file's bytes: refuse a fmt chunk without a usable rate or channel
+    count, by name (PyAV would only say the data is invalid). Other files pass."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return
+    pos = 12
+    while pos + 8 <= min(len(data), _HEADER_SCAN):
+        chunk, size = data[pos : pos + 4], struct.unpack("<I", data[pos + 4 : pos + 8])[0]
+        if chunk == b"fmt " and size >= 8 and pos + 16 <= len(data):
+            _, channels, rate = struct.unpack("<HHI", data[pos + 8 : pos + 16])
+            check_header_format(rate, channels)
+            return
+        pos += 8 + size + (size & 1)
+
+
 def decode_file(source: str | bytes, max_seconds: float = 3600.0, rate: int = RATE) -> np.ndarray:
     """Decode any file PyAV reads to internal int16 samples.
 
@@ -219,6 +252,8 @@ def decode_file(source: str | bytes, max_seconds: float = 3600.0, rate: int = RA
 
     if isinstance(source, bytes) and not source:
         raise InvalidAudio("audio is empty (0 bytes)")
+    if isinstance(source, bytes):
+        check_wav_header(source)
     handle = io.BytesIO(source) if isinstance(source, bytes) else source
     limit = int(max_seconds * rate)
     parts: list[np.ndarray] = []
