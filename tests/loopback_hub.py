@@ -3,7 +3,7 @@
 ``GET /api/models/<repo>/revision/<rev>?blobs=true`` lists a repository's files (size;
 LFS SHA-256 for large files, the git blob id for small ones); ``GET
 /<repo>/resolve/<rev>/<path>`` serves a file, a large one (LFS) through a redirect to
-``/cdn/<sha256>`` with ``X-Linked-Etag`` and ``X-Linked-Size`` as the hub does, with
+``/cdn/<sha256>/...`` with ``X-Linked-Etag`` and ``X-Linked-Size`` as the hub does, with
 Range requests answered 206. Every request is logged (:attr:`LoopbackHub.requests`).
 
 A file can be made to break: :meth:`LoopbackHub.cut` ends the connection after some
@@ -70,6 +70,8 @@ class LoopbackHub:
         self.files: dict[str, _File] = {}
         """By ``<repo>/<path>``."""
         self.requests: list[Request] = []
+        self.catalogue: dict[str, Any] = {}
+        """The Piper voices' voices.json (:func:`piper_voices` adds to it)."""
         self._breaks: dict[str, _Break] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -95,9 +97,14 @@ class LoopbackHub:
         return reached, release
 
     def gets(self, path_end: str) -> list[Request]:
-        """The GETs of files whose path ends with ``path_end`` (redirects followed once)."""
+        """The GETs of files whose path ends with ``path_end`` (not counting the
+        redirected ones: one per file fetched)."""
         with self._lock:
-            return [r for r in self.requests if r.method == "GET" and r.path.endswith(path_end)]
+            return [
+                r
+                for r in self.requests
+                if r.path.endswith(path_end) and not r.path.startswith("/cdn/")
+            ]
 
     def __enter__(self) -> LoopbackHub:
         hub = self
@@ -132,7 +139,7 @@ class LoopbackHub:
             self.requests.append(Request("GET", path, handler.headers.get("Range", "")))
         listing = re.fullmatch(r"/api/models/(.+)/revision/[^/]+", path)
         resolve = re.fullmatch(r"/([^/]+/[^/]+)/resolve/[^/]+/(.+)", path)
-        cdn = re.fullmatch(r"/cdn/([0-9a-f]{64})", path)
+        cdn = re.fullmatch(r"/cdn/([0-9a-f]{64})/(.+)", path)
         if listing:
             self._listing(handler, listing[1])
         elif resolve and f"{resolve[1]}/{resolve[2]}" in self.files:
@@ -140,7 +147,7 @@ class LoopbackHub:
             item = self.files[key]
             if len(item.data) >= LFS_FROM:
                 handler.send_response(302)
-                handler.send_header("Location", f"/cdn/{item.sha256}")
+                handler.send_header("Location", f"/cdn/{item.sha256}/{key}")
                 handler.send_header("X-Linked-Etag", f'"{item.sha256}"')
                 handler.send_header("X-Linked-Size", str(len(item.data)))
                 handler.send_header("Content-Length", "0")
@@ -148,8 +155,11 @@ class LoopbackHub:
             else:
                 self._send(handler, key)
         elif cdn:
-            found = next((k for k, f in self.files.items() if f.sha256 == cdn[1]), None)
-            self._send(handler, found) if found else self._not_found(handler)
+            found = self.files.get(cdn[2])
+            if found is not None and found.sha256 == cdn[1]:
+                self._send(handler, cdn[2])
+            else:
+                self._not_found(handler)
         else:
             self._not_found(handler)
 
@@ -254,17 +264,15 @@ def piper_voices(hub: LoopbackHub, name: str) -> dict[str, str]:
             "md5_digest": hashlib.md5(datas[kind]).hexdigest(),
         }
     family, region = language.split("_")
-    catalogue = {
-        name: {
-            "key": name,
-            "name": voice,
-            "language": {"code": language, "family": family, "region": region},
-            "quality": quality,
-            "num_speakers": 1,
-            "speaker_id_map": {},
-            "files": files,
-            "aliases": [],
-        }
+    hub.catalogue[name] = {
+        "key": name,
+        "name": voice,
+        "language": {"code": language, "family": family, "region": region},
+        "quality": quality,
+        "num_speakers": 1,
+        "speaker_id_map": {},
+        "files": files,
+        "aliases": [],
     }
-    hub.add("rhasspy/piper-voices", "voices.json", json.dumps(catalogue).encode())
+    hub.add("rhasspy/piper-voices", "voices.json", json.dumps(hub.catalogue).encode())
     return paths

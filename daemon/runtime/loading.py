@@ -48,7 +48,12 @@ from daemon.runtime.remote import (
     local_voice,
     remote_fallback,
 )
-from daemon.runtime.standins import stand_in, switch_when_fetched
+from daemon.runtime.standins import (
+    stand_in,
+    switch_voice_when_fetched,
+    switch_when_fetched,
+    voice_stand_in,
+)
 from daemon.speakers.service import SpeakerService
 from daemon.speakers.store import SpeakerStore
 
@@ -356,7 +361,8 @@ def _load_turn(config: Config) -> TurnModel | None:
 
 def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
     remotes = attach_remote_voices(config, engines.voices)  # tts.remote: HTTP clients only
-    voice = local_voice(engines.voices, config.tts.default_voice, remotes)
+    waiting = voice_stand_in(engines, config.tts.default_voice)
+    voice = waiting or local_voice(engines.voices, config.tts.default_voice, remotes)
     previous = reuse.previous.tts if reuse.previous is not None else None
 
     def load_tts(p: Placement) -> TtsEngine:
@@ -385,6 +391,9 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
             EngineStatus(f"tts:{group.name}", "tts", "remote", "-", urls, 0.0, 0.0, reasons)
         )
     engines.attach_tts(MixedTts(tts_engine, remotes) if remotes else tts_engine, cache)
+    if waiting is not None and engines.tts is not None:
+        engines.tts.default_voice = waiting.name
+        switch_voice_when_fetched(engines, config.tts.default_voice, tts_engine)
 
 
 def _load_llm(engines: Engines, config: Config, placement: Placement | None) -> LlmEngine | None:

@@ -1,11 +1,13 @@
-"""A configured ASR model not on disk yet: served by a stand-in until it is fetched.
+"""A configured model or voice not on disk yet: served by a stand-in until it is fetched.
 
 At start-up a Whisper model asked for by name (``small.en``, ``large-v3``) that was
 never fetched would keep the daemon from serving for as long as the download takes.
 The embedded ``tiny.en`` serves under the model's name meanwhile; the model is fetched
 in a thread (progress in the log and ``/healthz``), loaded, and put in the stand-in's
 place, each step logged. Offline, the stand-in keeps serving and the error says which
-model is missing and what to do.
+model is missing and what to do. A default voice named from the Piper catalogue
+(``tts.default_voice: en_GB-alba-medium``) is the same: the bundled voice speaks by
+default until it is fetched.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from pathlib import Path
 
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.hardware import Placement
+from daemon.engines.hub.names import piper_name
 from daemon.engines.hub.transfer import Stopped
 from daemon.engines.models import EMBEDDED_ASR, embedded_whisper, size_mb
+from daemon.engines.tts.base import TtsEngine
+from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import ModelUnavailable
 from daemon.runtime.engines import Engines
 
@@ -119,3 +124,53 @@ def _fetch_and_switch(
     _LOGGER.info(
         "Switched ASR model %s from the embedded %s to %s (%s)", name, STAND_IN, spec, path
     )
+
+
+def voice_stand_in(engines: Engines, name: str) -> VoiceInfo | None:
+    """The bundled voice that speaks by default while default voice ``name`` is fetched;
+    None when ``name`` is on disk, or not a catalogue voice Hearth may fetch."""
+    store = engines.voices
+    if not engines.config.hub.voices or piper_name(name) is None or store.find(name):
+        return None
+    bundled = next((v for v in store.list() if v.source == "bundled"), None)
+    if bundled is None:
+        return None
+    _LOGGER.warning(
+        "Default voice %s is not on disk yet: the bundled %s speaks until it is fetched",
+        name,
+        bundled.name,
+    )
+    return bundled
+
+
+def switch_voice_when_fetched(engines: Engines, name: str, engine: TtsEngine) -> threading.Thread:
+    """Fetch voice ``name`` in a thread, load it in ``engine`` and make it the default."""
+    thread = threading.Thread(
+        target=_fetch_voice_and_switch,
+        args=(engines, name, engine),
+        name="fetch-voice",
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+def _fetch_voice_and_switch(engines: Engines, name: str, engine: TtsEngine) -> None:
+    tts = engines.tts
+    stand_in = tts.default_voice if tts is not None else "the bundled voice"
+    try:
+        voice = engines.voices.get(name)
+        engine.preload(voice)
+    except Stopped:
+        return
+    except Exception as exc:  # noqa: BLE001 - the bundled voice keeps speaking
+        _LOGGER.error(
+            "Default voice %s could not be fetched: %s. The bundled %s keeps speaking",
+            name,
+            exc,
+            stand_in,
+        )
+        return
+    if tts is not None:
+        tts.default_voice = name
+    _LOGGER.info("Switched the default voice from the bundled %s to %s", stand_in, name)

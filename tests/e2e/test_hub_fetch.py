@@ -183,6 +183,30 @@ def test_a_voice_by_name_is_fetched_once_then_spoken(hub: LoopbackHub, tmp_path:
         assert VOICE in str(voices)
 
 
+def test_a_default_voice_by_name_speaks_once_fetched(hub: LoopbackHub, tmp_path: Path) -> None:
+    other = "en_US-joe_other-medium"
+    paths = piper_voices(hub, other)
+    reached, release = hub.stall("rhasspy/piper-voices", paths["model"], after=1_000_000)
+    extra = settings(hub.url, asr=False) + f"tts:\n  default_voice: {other}\n"
+    with Daemon(tmp_path, extra, env=ONLINE) as daemon:
+        assert reached.wait(120)
+        log = daemon.log
+        assert (
+            f"Default voice {other} is not on disk yet: the bundled en_US-joe-medium speaks"
+        ) in log
+        meanwhile = speech(daemon)  # no voice named: the default, the bundled one for now
+        assert meanwhile.status_code == 200, meanwhile.text
+        release.set()
+        daemon.wait_for_log(
+            f"Switched the default voice from the bundled en_US-joe-medium to {other}"
+        )
+        assert (tmp_path / "state" / "voices" / other / f"{other}.onnx").is_file()
+        assert [r.range for r in hub.gets(paths["model"])] == ["", "bytes=1000000-"]
+        said = speech(daemon)
+        assert said.status_code == 200, said.text
+        assert_heard(transcribe(daemon, said.content, "tiny.en"), KITCHEN, "kitchen")
+
+
 def test_offline_names_what_is_missing_while_the_embedded_models_serve(tmp_path: Path) -> None:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: never the internet
     daemon = Daemon(tmp_path, settings(closed))  # HF_HUB_OFFLINE=1, as in the image
@@ -197,7 +221,7 @@ def test_offline_names_what_is_missing_while_the_embedded_models_serve(tmp_path:
         assert said.status_code == 200, said.text
         assert_heard(transcribe(daemon, said.content, "small.en"), KITCHEN, "kitchen")
         missing = speech(daemon, VOICE)
-        assert missing.status_code >= 400
+        assert missing.status_code == 503
         assert f"voice '{VOICE}' is not on disk" in missing.text
         assert "unset HF_HUB_OFFLINE" in missing.text
     assert not any(Path(tmp_path / "state" / "voices").glob(f"*{VOICE}*"))
