@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -325,12 +326,27 @@ def test_cuda_load_failure_retries_on_cpu(state_dir, caplog):
     loaded.close()
 
 
-def test_unknown_model_offline_fails_clearly(state_dir, monkeypatch):
+def test_a_model_not_on_disk_offline_is_served_by_tiny_en_and_named(state_dir, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = parse_config(
         f"state_dir: {state_dir}\nasr:\n  default_model: big\n  models:\n"
         "    big:\n      path: small.en\n",
         "c.yaml",
     )
+    loaded = load_engines(config, HardwareReport(), tts=False, llm=False)
+    try:
+        assert loaded.asr_model("big").name == "big"
+        [status] = [s for s in loaded.status if s.name == "asr:big"]
+        assert "stand-in until small.en is fetched" in status.reasons
+        deadline = time.monotonic() + 30
+        while not [d for d in loaded.hub.downloads.describe() if d["state"] == "failed"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        [failed] = loaded.hub.downloads.describe()
+        assert "ASR model 'small.en' is not on disk" in str(failed["error"])
+        assert "big" in loaded.stand_ins
+    finally:
+        loaded.close()
+    allow = replace(config, asr=replace(config.asr, allow_download=False))
     with pytest.raises(ModelUnavailable, match="ASR model 'small.en' is not on disk"):
-        load_engines(config, HardwareReport(), tts=False, llm=False)
+        load_engines(allow, HardwareReport(), tts=False, llm=False)
