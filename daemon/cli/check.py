@@ -71,12 +71,21 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         models["llm"] = remote["llm"]
     remote_voices = {name for r in config.tts.remote for name in r.local_names()}
     try:
+        from daemon.engines.hub.names import piper_name
         from daemon.engines.tts.voices import VoiceStore
 
-        if config.tts.default_voice in remote_voices:
-            models["tts"] = {"remote": f"default voice {config.tts.default_voice} is remote"}
+        default = config.tts.default_voice
+        store = VoiceStore(config.voices_path)
+        found = store.find(default) if default not in remote_voices else None
+        if default in remote_voices:
+            models["tts"] = {"remote": f"default voice {default} is remote"}
+        elif found is None and config.hub.voices and piper_name(default):
+            models["tts"] = {
+                "fetch": f"default voice {default} is fetched from the Piper catalogue when "
+                "the daemon starts (the bundled voice speaks meanwhile)"
+            }
         else:
-            voice = VoiceStore(config.voices_path).get(config.tts.default_voice)
+            voice = found or store.get(default)
             models["tts"] = {
                 "path": str(voice.model_path),
                 "size_mb": round(size_mb(voice.model_path), 1),
