@@ -5,8 +5,8 @@ Builds the repository's Dockerfile with podman on a Debian base made from the ar
 starts:
 
 - the time from ``podman run`` to a Wyoming ``describe`` that names Hearth's programs, and
-  to ``/healthz`` ready: the first start (the embedded LLM joined into /data, a TLS
-  certificate made) and a restart on the same volume;
+  to ``/healthz`` ready: the first start (a TLS certificate made; the embedded models were
+  joined when the image was built) and a restart on the same volume;
 - the idle memory of the daemon inside the container (its processes' resident set, and the
   container's cgroup) against ``hearth serve`` from the venv on the same settings.
 
@@ -209,8 +209,9 @@ def main() -> None:
         f"medians of {args.runs} starts, each on a new data volume.",
         "",
         f"Of Hearth's image, {model_megabytes(image):.0f} MB are the embedded models' packages "
-        "(Whisper tiny.en and base, the Piper voice, the LLM's six chunks, the turn, speaker "
-        "and wake models): nothing is downloaded when it starts. The two reference images "
+        "(Whisper tiny.en and base, the Piper voice, the LLM joined once when the image is "
+        "built, the turn, speaker and wake models): nothing is downloaded or joined when it "
+        "starts. The two reference images "
         "were built here from their published Dockerfiles' recipe (Debian bookworm-slim, a "
         "venv, the PyPI release) without their torch-based extras, whose CPU torch comes from "
         "an index this machine cannot reach: they are smaller than the published ones, and "

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONF = Path(__file__).with_name("containers.conf")
 BASE = "localhost/debian:bookworm-slim"
 IMAGE = "localhost/hearth:test"
+BASE_UID_1000 = "localhost/debian-uid1000:bookworm-slim"
+"""The base with a uid 1000 user of its own (what the Dockerfile's user step must handle)."""
 MIRROR = "http://deb.debian.org/debian"
 SLIM = (
     "path-exclude=/usr/share/man/*",
@@ -126,8 +128,22 @@ class Built:
     wheel: Path | None
 
 
-def build_image(tag: str = IMAGE, *extra: str) -> Built:
-    """Build the repository's Dockerfile from the local base (no pull); how long it took."""
+def base_with_uid_1000() -> str:
+    """The Debian base with a user of its own at uid 1000, as ubuntu:24.04 (and the CUDA
+    images on it) has "ubuntu": made from the local base unless it exists."""
+    if podman("image", "exists", BASE_UID_1000, check=False).returncode != 0:
+        ensure_base()
+        with tempfile.TemporaryDirectory() as tmp:
+            recipe = Path(tmp) / "Containerfile"
+            recipe.write_text(
+                f"FROM {BASE}\nRUN useradd --uid 1000 --user-group --create-home ubuntu\n"
+            )
+            podman("build", "--pull=never", "-t", BASE_UID_1000, "-f", str(recipe), tmp)
+    return BASE_UID_1000
+
+
+def build_image(tag: str = IMAGE, *extra: str, base: str = BASE) -> Built:
+    """Build the repository's Dockerfile from a local base (no pull); how long it took."""
     base_s = ensure_base()
     wheel = reuse_llama_wheel()
     args = [
@@ -135,7 +151,7 @@ def build_image(tag: str = IMAGE, *extra: str) -> Built:
         "--pull=never",
         "--format=docker",
         "--build-arg",
-        f"BUILD_FROM={BASE}",
+        f"BUILD_FROM={base}",
         "-t",
         tag,
         *extra,

@@ -297,3 +297,20 @@ def test_the_image_starts_with_no_network_at_all(built, addon, tmp_path):
         assert "Download" not in ctr.logs()
     finally:
         ctr.remove()
+
+
+def test_the_user_step_takes_uid_1000_from_a_base_that_has_it(built):
+    # ubuntu:24.04, under the CUDA variant's base, has its own "ubuntu" at uid 1000.
+    base = containers.base_with_uid_1000()
+    made = containers.build_image(
+        "localhost/hearth-runtime:uid1000", "--target", "runtime", base=base
+    )
+    try:
+        who = containers.podman("run", "--rm", made.image, "id", "hearth").stdout
+        assert who.startswith("uid=1000(hearth) gid="), who
+        gone = containers.podman(
+            "run", "--rm", made.image, "getent", "passwd", "ubuntu", check=False
+        )
+        assert gone.returncode != 0, gone.stdout
+    finally:
+        containers.podman("rmi", "-f", made.image, check=False)
