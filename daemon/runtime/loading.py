@@ -174,6 +174,8 @@ def load_engines(
     if downloads is None and previous is not None:
         downloads = previous.hub.downloads
     engines = Engines(config, asr_batch, downloads)
+    if previous is not None and previous.config.hub == config.hub:
+        engines.hub = previous.hub  # its voice catalogue, read once, stays
     engines.report = report
     reuse = _Reuse(previous, config)
     reuse.pools(engines)

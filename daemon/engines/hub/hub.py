@@ -8,7 +8,7 @@
 A folder is fetched into a hidden ``.<name>.partial`` folder beside its place (each file
 through its own ``.partial`` file) and renamed into place once every file is whole and
 checked: the model and voice finders never see a half folder. One fetch per name at a
-time: a second caller waits for the first and finds the folder in place.
+time in the process: a second caller waits for the first and finds the folder in place.
 """
 
 from __future__ import annotations
@@ -102,13 +102,8 @@ class Hub:
         self.downloads = downloads
         self.cancel = cancel or threading.Event()
         """Set when the daemon stops: fetches end, their partial files stay."""
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-        self._locks_lock = threading.Lock()
         self._catalogue: dict[str, Any] | None = None
 
-    def _lock(self, kind: str, name: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault((kind, name), threading.Lock())
 
     def file_url(self, repo: str, revision: str, path: str) -> str:
         """Where the hub serves ``path`` of ``repo`` at ``revision``."""
@@ -139,7 +134,7 @@ class Hub:
                 "small, medium, large-v3, turbo, distil-large-v3, the .en ones) nor a "
                 "Hugging Face repository id"
             )
-        with self._lock("asr", spec):
+        with _folder_lock(target):
             if (target / "model.bin").is_file():
                 return target
             try:
@@ -195,7 +190,7 @@ class Hub:
             raise ModelUnavailable(f"'{name[:64]}' is not a Piper voice name (en_US-lessac-medium)")
         target = voices_dir / name
         source = f"{PIPER_REPO}/{parsed.model}"
-        with self._lock("voice", name):
+        with _folder_lock(target):
             if (target / f"{name}.onnx").is_file():
                 return target
             try:
@@ -276,6 +271,18 @@ class Hub:
         error = self._offline(kind, name, source, target, exc)
         self.downloads.failed(name, kind, source, str(target), str(error))
         return error
+
+
+_FOLDER_LOCKS: dict[Path, threading.Lock] = {}
+_FOLDER_LOCKS_LOCK = threading.Lock()
+
+
+def _folder_lock(target: Path) -> threading.Lock:
+    """One fetch into ``target`` at a time in this process, whichever :class:`Hub` asks
+    (the engines before and after a reload each have one): two writers must never
+    append to one partial file."""
+    with _FOLDER_LOCKS_LOCK:
+        return _FOLDER_LOCKS.setdefault(target.resolve(), threading.Lock())
 
 
 def _progress(downloads: Downloads, item: Any, base: int) -> Callable[[int], None]:

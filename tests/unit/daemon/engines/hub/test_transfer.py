@@ -101,26 +101,32 @@ def test_too_large_is_refused_before_any_request(hub, tmp_path):
 
 
 def test_a_stop_leaves_the_partial_file_to_resume(hub, tmp_path):
-    reached, release = hub.stall(REPO, "model.bin", after=200_000)
-    cancel = threading.Event()
+    reached, release = hub.stall(
+        REPO, "model.bin", after=262_144
+    )  # whole blocks: a read waits for a block
+    cancel, written = threading.Event(), threading.Event()
     target = tmp_path / "model.bin"
     errors: list[BaseException] = []
 
+    def progress(done: int) -> None:
+        if done >= 262_144:
+            written.set()
+
     def run() -> None:
         try:
-            fetch_file(url(hub), target, expected(), Limits(timeout_s=0.5, tries=1), cancel=cancel)
+            fetch_file(url(hub), target, expected(), Limits(timeout_s=5, tries=1), progress, cancel)
         except BaseException as exc:  # noqa: BLE001 - handed to the test
             errors.append(exc)
 
     thread = threading.Thread(target=run)
     thread.start()
-    assert reached.wait(10)
+    assert reached.wait(10) and written.wait(10)
     cancel.set()
-    release.set()
+    release.set()  # the connection ends: the next read sees the stop first
     thread.join(10)
     assert errors and isinstance(errors[0], (Stopped, ModelUnavailable))
     assert not target.exists()
-    assert 0 < partial_path(target).stat().st_size <= 200_000
+    assert partial_path(target).stat().st_size == 262_144
 
 
 def test_offline_by_environment_and_by_refusal(hub, tmp_path, monkeypatch):
