@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,10 @@ from daemon.errors import ModelUnavailable, UnknownVoice
 _LOGGER = logging.getLogger(__name__)
 DEFAULT_URL = "https://huggingface.co"
 CATALOGUE_MAX_BYTES = 64_000_000
+CATALOGUE_REFRESH_S = 3600.0
+"""Least time between two fetches of the catalogue for names it lacks (s)."""
+METADATA = "voice.json"
+"""Hearth's file beside a voice (the voice store's metadata)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,8 @@ class Hub:
         self.cancel = cancel or threading.Event()
         """Set when the daemon stops: fetches end, their partial files stay."""
         self._catalogue: dict[str, Any] | None = None
-
+        self._fetched_at = -math.inf
+        """When the catalogue was last fetched (monotonic s; never: -inf)."""
 
     def file_url(self, repo: str, revision: str, path: str) -> str:
         """Where the hub serves ``path`` of ``repo`` at ``revision``."""
@@ -169,6 +176,7 @@ class Hub:
         url = self.file_url(PIPER_REPO, "main", PIPER_CATALOGUE)
         _LOGGER.info("Fetching the Piper voice catalogue from %s", url)
         data = read_json(url, self.limits, CATALOGUE_MAX_BYTES)
+        self._fetched_at = time.monotonic()
         if not isinstance(data, dict):
             raise ModelUnavailable(f"{url} is not a voice catalogue")
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -189,24 +197,36 @@ class Hub:
         if parsed is None:
             raise ModelUnavailable(f"'{name[:64]}' is not a Piper voice name (en_US-lessac-medium)")
         target = voices_dir / name
-        source = f"{PIPER_REPO}/{parsed.model}"
+        if (target / f"{name}.onnx").is_file():
+            return target
+        try:
+            entry = self._catalogue_entry(name, cache)
+        except Offline as exc:
+            source = f"{PIPER_REPO}/{parsed.model}"
+            raise self._unreachable("voice", name, source, target, exc) from None
+        files = voice_files(entry, parsed)
+        language = (entry.get("language") or {}).get("code", parsed.language)
+        meta = {"language": language, "source": "piper-voices", "display_name": name}
         with _folder_lock(target):
-            if (target / f"{name}.onnx").is_file():
-                return target
-            try:
-                catalogue = self.catalogue(cache)
-                if name not in catalogue:
-                    catalogue = self.catalogue(cache, fresh=True)
-            except Offline as exc:
-                raise self._unreachable("voice", name, source, target, exc) from None
-            if name not in catalogue:
-                raise UnknownVoice(f"voice '{name}' is not in the Piper catalogue ({PIPER_REPO})")
-            files = voice_files(catalogue[name], parsed)
-            self._fetch_folder(name, "voice", PIPER_REPO, "main", files, target, flat=True)
-            language = (catalogue[name].get("language") or {}).get("code", parsed.language)
-            meta = {"language": language, "source": "piper-voices", "display_name": name}
-            (target / "voice.json").write_text(json.dumps(meta), "utf-8")
+            if not (target / f"{name}.onnx").is_file():
+                extra = {METADATA: json.dumps(meta).encode()}
+                self._fetch_folder(name, "voice", PIPER_REPO, "main", files, target, True, extra)
         return target
+
+    def _catalogue_entry(self, name: str, cache: Path) -> Any:
+        """Voice ``name``'s catalogue entry; the catalogue is fetched afresh for a name it
+        lacks, at most once per :data:`CATALOGUE_REFRESH_S` (new voices come rarely, and
+        a wrong name must not fetch it every time).
+
+        Raises:
+            UnknownVoice: the catalogue has no such voice.
+        """
+        catalogue = self.catalogue(cache)
+        if name not in catalogue and time.monotonic() - self._fetched_at > CATALOGUE_REFRESH_S:
+            catalogue = self.catalogue(cache, fresh=True)
+        if name not in catalogue:
+            raise UnknownVoice(f"voice '{name}' is not in the Piper catalogue ({PIPER_REPO})")
+        return catalogue[name]
 
     # ---------------------------------------------------------------- folders
 
@@ -219,8 +239,10 @@ class Hub:
         files: list[RemoteFile],
         target: Path,
         flat: bool,
+        extra: dict[str, bytes] | None = None,
     ) -> None:
-        """Fetch ``files`` into a hidden partial folder, then rename it to ``target``."""
+        """Fetch ``files`` into a hidden partial folder (``flat``: without their
+        folders), add the ``extra`` files, then rename it to ``target``."""
         staging = target.with_name(f".{target.name}.partial")
         item = self.downloads.begin(
             name, kind, repo, str(target), sum(f.expected.size for f in files)
@@ -239,6 +261,8 @@ class Hub:
                         self.cancel,
                     )
                 done += remote.expected.size
+            for extra_name, data in (extra or {}).items():
+                (staging / extra_name).write_bytes(data)
             if target.exists():
                 raise ModelUnavailable(f"{target} is in the way: move it away")
             os.replace(staging, target)

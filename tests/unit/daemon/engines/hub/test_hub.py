@@ -124,7 +124,15 @@ def test_a_voice_not_in_the_catalogue_is_unknown(hub, tmp_path):
     cache = tmp_path / "voices.json"
     with pytest.raises(UnknownVoice, match="not in the Piper catalogue"):
         make_hub(hub).fetch_voice("en_US-nobody-low", tmp_path / "voices", cache)
-    assert len(hub.gets("voices.json")) == 2  # the cached one, then a fresh one
+    assert len(hub.gets("voices.json")) == 1
+    # Read from the disk by a new start, it is fetched afresh once for a name it lacks,
+    # then not again within the hour, whatever is asked.
+    again = make_hub(hub)
+    for name in ("en_US-nobody-low", "en_US-somebody-low", "en_US-anybody-high"):
+        with pytest.raises(UnknownVoice):
+            again.fetch_voice(name, tmp_path / "voices", cache)
+    assert len(hub.gets("voices.json")) == 2
+    assert not (tmp_path / "voices").exists()
 
 
 def test_a_wrong_voice_file_never_lands(hub, tmp_path):
