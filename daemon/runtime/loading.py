@@ -21,13 +21,7 @@ from daemon.engines.cpu import select_llama
 from daemon.engines.hardware import EngineRequest, HardwareReport, Placement, plan
 from daemon.engines.hub.progress import Downloads
 from daemon.engines.llm.base import LlmEngine
-from daemon.engines.models import (
-    EMBEDDED_LLM_NAME,
-    find_whisper,
-    resolve_gguf,
-    size_mb,
-    whisper_target,
-)
+from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, size_mb
 from daemon.engines.speaker import Ge2eEncoder, create_speaker_encoder
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
@@ -49,10 +43,10 @@ from daemon.runtime.remote import (
     remote_fallback,
 )
 from daemon.runtime.standins import (
-    stand_in,
     switch_voice_when_fetched,
     switch_when_fetched,
     voice_stand_in,
+    whisper_or_stand_in,
 )
 from daemon.speakers.service import SpeakerService
 from daemon.speakers.store import SpeakerStore
@@ -187,16 +181,7 @@ def load_engines(
     for name, model_cfg in config.asr.models.items() if asr else ():
         if model_cfg.backend == "remote":
             continue  # after the local models: one may be its fallback
-        path = find_whisper(model_cfg.path, config.models_path)
-        fetch = path is None
-        if path is None:
-            if not config.asr.allow_download:
-                raise ModelUnavailable(
-                    f"ASR model '{model_cfg.path}' is not on disk "
-                    f"({whisper_target(model_cfg.path, config.models_path)}) and "
-                    "asr.allow_download is false"
-                )
-            path = stand_in(name, model_cfg.path, config.models_path)
+        path, fetch = whisper_or_stand_in(config, name, model_cfg.path)
         placement = placements[f"asr:{name}"]
         kept = reuse.model(placement.name, previous.asr.get(name) if previous else None)
         if kept is not None and previous is not None and name in previous.stand_ins:

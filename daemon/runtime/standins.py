@@ -19,11 +19,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from daemon.config import Config
 from daemon.engines.asr.base import AsrModel
 from daemon.engines.hardware import Placement
-from daemon.engines.hub.names import piper_name
+from daemon.engines.hub.names import piper_name, whisper_repo
 from daemon.engines.hub.transfer import Stopped
-from daemon.engines.models import EMBEDDED_ASR, embedded_whisper, size_mb
+from daemon.engines.models import (
+    EMBEDDED_ASR,
+    embedded_whisper,
+    find_whisper,
+    size_mb,
+    whisper_target,
+)
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import ModelUnavailable
@@ -32,6 +39,31 @@ from daemon.runtime.engines import Engines
 _LOGGER = logging.getLogger(__name__)
 STAND_IN = next(iter(EMBEDDED_ASR))
 """The embedded model that serves meanwhile (``tiny.en``)."""
+
+
+def whisper_or_stand_in(config: Config, name: str, spec: str) -> tuple[Path, bool]:
+    """The folder to load for ASR model ``name`` (``spec``, its path setting) now, and
+    whether ``spec`` is still to be fetched (the folder is then the stand-in's).
+
+    Raises:
+        ModelUnavailable: ``spec`` is not on disk and asr.allow_download is false, or it
+            is neither a folder, a Whisper name nor a repository id (a typo: no stand-in).
+    """
+    path = find_whisper(spec, config.models_path)
+    if path is not None:
+        return path, False
+    if not config.asr.allow_download:
+        raise ModelUnavailable(
+            f"ASR model '{spec}' is not on disk ({whisper_target(spec, config.models_path)}) "
+            "and asr.allow_download is false"
+        )
+    if whisper_repo(spec) is None:
+        raise ModelUnavailable(
+            f"ASR model '{spec}' (asr.models.{name}.path) is neither a folder, a Whisper "
+            "name (tiny, base, small, medium, large-v3, turbo, distil-large-v3, the .en "
+            "ones) nor a Hugging Face repository id"
+        )
+    return stand_in(name, spec, config.models_path), True
 
 
 def stand_in(name: str, spec: str, models_dir: Path) -> Path:
