@@ -12,7 +12,8 @@ from daemon.config import Config, exposure_warnings, settings_of
 from daemon.config.provenance import HIDDEN
 from daemon.engines.cpu import select_llama
 from daemon.engines.hardware import plan, probe
-from daemon.engines.models import resolve_gguf, resolve_whisper, size_mb
+from daemon.engines.hub.names import whisper_repo
+from daemon.engines.models import find_whisper, resolve_gguf, resolve_whisper, size_mb
 from daemon.errors import HearthError
 from daemon.house.service import probe as probe_house
 from daemon.ops.storage import unwritable
@@ -51,6 +52,13 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
             models[f"asr:{name}"] = remote[f"asr:{name}"]
             continue
         try:
+            on_disk = find_whisper(m.path, config.models_path)
+            if on_disk is None and config.asr.allow_download and whisper_repo(m.path):
+                models[f"asr:{name}"] = {
+                    "fetch": f"{m.path} is fetched from the hub when the daemon starts "
+                    "(the embedded tiny.en serves meanwhile)"
+                }
+                continue
             path = resolve_whisper(m.path, config.models_path, allow_download=False)
             models[f"asr:{name}"] = {"path": str(path), "size_mb": round(size_mb(path), 1)}
         except HearthError as exc:
