@@ -10,7 +10,8 @@ there, never on the event loop), ``models`` (finding model files: embedded packa
 folders, downloads), ``hub/`` (models and voices asked for by name, fetched once
 from a Hugging Face hub: resumed, checked, renamed into place), ``hardware`` (which
 device and compute type each engine gets, and
-why), ``cuda`` (the CUDA libraries from the NVIDIA wheels), ``remote`` (endpoints of
+why), ``cpu`` (the CPU's features, and the llama.cpp build it can run), ``cuda`` (the
+CUDA libraries from the NVIDIA wheels), ``remote`` (endpoints of
 remote servers: choice, health, fallback) and ``access`` (what the rooms above need of
 the loaded engines, as structural types).
 

@@ -158,6 +158,8 @@ def test_without_a_llama_build_asr_and_tts_serve_and_the_llm_is_off(built, tmp_p
         events = asyncio.run(ask(ctr.wyoming_port, Synthesize(text="Dinner."), until="audio-stop"))
         assert sum(len(e.payload or b"") for e in events if e.type == "audio-chunk") > 8000
 
+        health = containers.podman("exec", ctr.name, "hearth", "health", check=False)
+        assert health.returncode == 0, health.stdout + health.stderr  # the image's HEALTHCHECK
         check = containers.podman("exec", ctr.name, "hearth", "check", check=False, timeout=300)
         assert NO_CPU_HAS in check.stdout, check.stdout + check.stderr
         said = [line for line in ctr.logs().splitlines() if "the local LLM is off" in line]
