@@ -34,8 +34,15 @@ from daemon.engines.hub.names import (
     whisper_folder_name,
     whisper_repo,
 )
-from daemon.engines.hub.progress import Downloads
-from daemon.engines.hub.transfer import Expected, Limits, Offline, fetch_file, read_json
+from daemon.engines.hub.progress import Download, Downloads
+from daemon.engines.hub.transfer import (
+    Expected,
+    Limits,
+    Offline,
+    fetch_file,
+    read_json,
+    verify,
+)
 from daemon.errors import ModelUnavailable, UnknownVoice
 
 _LOGGER = logging.getLogger(__name__)
@@ -251,7 +258,7 @@ class Hub:
         try:
             for remote in files:
                 local = staging / (remote.path.rsplit("/", 1)[-1] if flat else remote.path)
-                if not (local.is_file() and local.stat().st_size == remote.expected.size):
+                if not _whole(local, remote.expected):
                     fetch_file(
                         self.file_url(repo, revision, remote.path),
                         local,
@@ -281,12 +288,11 @@ class Hub:
     def _offline(self, what: str, name: str, source: str, target: Path, exc: Exception) -> Offline:
         """The error for a fetch that cannot reach the hub: the model, and what to do."""
         what = {"asr": "ASR model", "voice": "voice"}.get(what, what)
-        error = Offline(
+        return Offline(
             f"{what} '{name}' is not on disk and {self.url} cannot be reached ({exc}). "
             f"Connect Hearth to the internet (and unset HF_HUB_OFFLINE) or set hub.url to a "
             f"reachable mirror, then restart; or put the files of {source} into {target}"
         )
-        return error
 
     def _unreachable(
         self, kind: str, name: str, source: str, target: Path, exc: Exception
@@ -309,5 +315,20 @@ def _folder_lock(target: Path) -> threading.Lock:
         return _FOLDER_LOCKS.setdefault(target.resolve(), threading.Lock())
 
 
-def _progress(downloads: Downloads, item: Any, base: int) -> Callable[[int], None]:
+def _whole(local: Path, expected: Expected) -> bool:
+    """Whether ``local`` (a file an earlier try left whole in the partial folder) is the
+    expected one; one that is not is removed, to be fetched again."""
+    if not local.is_file():
+        return False
+    try:
+        verify(local, expected)
+    except ModelUnavailable as exc:
+        _LOGGER.warning("Fetching %s again: %s", local.name, exc)
+        local.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _progress(downloads: Downloads, item: Download, base: int) -> Callable[[int], None]:
+    """Report a file's bytes as the folder's, after the ``base`` bytes of the files before."""
     return lambda done: downloads.advance(item, base + done)

@@ -79,9 +79,12 @@ def test_files_whole_from_an_earlier_try_are_kept(hub, tmp_path):
     staging = tmp_path / "asr" / ".small.en.partial"
     staging.mkdir(parents=True)
     (staging / "config.json").write_bytes(b"{}")
+    (staging / "tokenizer.json").write_bytes(b'{"t": 2}')  # whole size, other bytes
     (staging / "model.bin.partial").write_bytes(WEIGHTS[:1000])
-    make_hub(hub).fetch_whisper("small.en", tmp_path)
+    folder = make_hub(hub).fetch_whisper("small.en", tmp_path)
     assert hub.gets("/config.json") == []
+    assert len(hub.gets("/tokenizer.json")) == 1
+    assert (folder / "tokenizer.json").read_bytes() == b'{"t": 1}'
     assert [r.range for r in hub.gets("/model.bin")] == ["bytes=1000-"]
 
 
