@@ -211,11 +211,15 @@ def main() -> None:
         f"Of Hearth's image, {model_megabytes(image):.0f} MB are the embedded models' packages "
         "(Whisper tiny.en and base, the Piper voice, the LLM joined once when the image is "
         "built, the turn, speaker and wake models): nothing is downloaded or joined when it "
-        "starts. The two reference images "
-        "were built here from their published Dockerfiles' recipe (Debian bookworm-slim, a "
-        "venv, the PyPI release) without their torch-based extras, whose CPU torch comes from "
-        "an index this machine cannot reach: they are smaller than the published ones, and "
-        "they download their models at first use.",
+        "starts."
+        + (
+            " The reference images were built here from their published Dockerfiles' recipe "
+            "(Debian bookworm-slim, a venv, the PyPI release) without their torch-based "
+            "extras, whose CPU torch comes from an index this machine cannot reach: they are "
+            "smaller than the published ones, and they download their models at first use."
+            if args.compare
+            else ""
+        ),
         "",
         "| image | on disk (MB) | compressed layers (MB) |",
         "| --- | --- | --- |",
