@@ -13,11 +13,12 @@ wait for those probes. The set counts requests, failures and fallbacks for
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -272,34 +273,20 @@ class EndpointSet:
             AllEndpointsFailed: every endpoint failed, none was healthy, or the
                 deadline passed; its reason is the last failure's.
         """
-        deadline = time.monotonic() + timeout_s
-        tried: set[str] = set()
-        reason, details = "down", []
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                reason = "timeout"
-                details.append("no time left")
-                break
-            ep = self.acquire(key, tried, allow_down)
-            if ep is None:
-                break
-            tried.add(ep.url)
+        walk = Attempts(self, key, allow_down, timeout_s)
+        while (ep := walk.next()) is not None:
             try:
-                result = call(ep, left)
+                result = call(ep, walk.deadline - time.monotonic())
             except RemoteFailure as exc:
                 self.release(ep, exc)
-                reason = exc.reason
-                details.append(f"{ep.url} {exc.detail}")
+                walk.failed(ep, exc)
                 continue
             except BaseException:
                 self.release(ep)
                 raise
             self.release(ep)
             return result
-        if not details:
-            details.append("no endpoint is healthy (health checks continue)")
-        raise AllEndpointsFailed(reason, "; ".join(details))
+        raise walk.exhausted()
 
     def count_fallback(self, reason: str) -> None:
         """Count one request served by the fallback."""
@@ -319,3 +306,84 @@ class EndpointSet:
     def close(self) -> None:
         """Stop the health checks; safe to call more than once."""
         self._closed.set()
+
+
+class Attempts:
+    """One request's walk over a set's endpoints: the next to try, and why each failed."""
+
+    def __init__(
+        self, endpoints: EndpointSet, key: str | None, allow_down: bool, timeout_s: float
+    ) -> None:
+        self.endpoints = endpoints
+        self.key = key
+        self.allow_down = allow_down
+        self.deadline = time.monotonic() + timeout_s
+        """On the monotonic clock (the event loop's too)."""
+        self.tried: set[str] = set()
+        self.reason = "down"
+        self.details: list[str] = []
+        self.timed_out = False
+
+    def next(self) -> Endpoint | None:
+        """The next endpoint to try (acquired), or None: none left or no time left."""
+        if time.monotonic() >= self.deadline:
+            self.timed_out = True
+            return None
+        ep = self.endpoints.acquire(self.key, self.tried, self.allow_down)
+        if ep is not None:
+            self.tried.add(ep.url)
+        return ep
+
+    def failed(self, ep: Endpoint, failure: RemoteFailure) -> None:
+        """Note that ``ep`` failed this request."""
+        self.reason = failure.reason
+        self.details.append(f"{ep.url} {failure.detail}")
+
+    def exhausted(self) -> AllEndpointsFailed:
+        """The error once every endpoint was tried (or none was left to try)."""
+        details = self.details or [
+            "no time left" if self.timed_out and self.tried
+            else "no endpoint is healthy (health checks continue)"
+        ]  # fmt: skip
+        reason = "timeout" if self.timed_out and not self.details else self.reason
+        return AllEndpointsFailed(reason, "; ".join(details))
+
+
+async def stream_failover(
+    endpoints: EndpointSet,
+    attempt: Callable[[Endpoint, float], AsyncIterator[T]],
+    timeout_s: float,
+    *,
+    allow_down: bool,
+    broke_off: Callable[[Endpoint, RemoteFailure], Exception],
+    key: str | None = None,
+) -> AsyncGenerator[T, None]:
+    """One endpoint's stream, the endpoints tried in turn until one streams to its end.
+
+    ``attempt(endpoint, deadline)`` streams from one endpoint and raises RemoteFailure
+    when it fails. A failure before its first item tries the next endpoint; one after
+    it is ``broke_off(endpoint, failure)`` (what was sent cannot be taken back).
+
+    Raises:
+        AllEndpointsFailed: every endpoint failed before streaming, none was healthy,
+            or the deadline passed.
+    """
+    walk = Attempts(endpoints, key, allow_down, timeout_s)
+    while (ep := walk.next()) is not None:
+        started = False
+        failure: RemoteFailure | None = None
+        try:
+            async with contextlib.aclosing(attempt(ep, walk.deadline)) as items:  # type: ignore[type-var]
+                async for item in items:
+                    started = True
+                    yield item
+        except RemoteFailure as exc:
+            failure = exc
+            if started:
+                raise broke_off(ep, exc) from None
+            walk.failed(ep, exc)
+        finally:
+            endpoints.release(ep, failure)
+        if failure is None:
+            return
+    raise walk.exhausted()

@@ -10,6 +10,7 @@ the reply went out; a failure after that ends the reply with an error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -26,7 +27,15 @@ from daemon.engines.llm.base import (
     ToolCallDelta,
     ToolSet,
 )
-from daemon.engines.remote import Endpoint, EndpointSet, RemoteFailure, classify, status_failure
+from daemon.engines.remote import (
+    AllEndpointsFailed,
+    Endpoint,
+    EndpointSet,
+    RemoteFailure,
+    classify,
+    status_failure,
+    stream_failover,
+)
 from daemon.errors import LlmUnavailable, PromptTooLong
 
 _LOGGER = logging.getLogger(__name__)
@@ -140,38 +149,25 @@ class RemoteLlm(LlmEngine):
         fallback: Callable[[LlmEngine], AsyncIterator[ReplyPiece]],
     ) -> AsyncGenerator[ReplyPiece, None]:
         """The reply from the healthy endpoints in turn, then ``fallback(model)``'s."""
-        key = conversation_key(messages)
-        deadline = time.monotonic() + self.timeout_s
-        tried: set[str] = set()
-        reason, details = "down", []
-        while time.monotonic() < deadline:
-            ep = self.endpoints.acquire(key, tried, allow_down=self.fallback is None)
-            if ep is None:
-                break
-            tried.add(ep.url)
-            started = False
-            failure: RemoteFailure | None = None
-            try:
-                async for piece in self._stream(ep, body, deadline):
-                    started = True
+
+        def broke_off(ep: Endpoint, failure: RemoteFailure) -> Exception:
+            return LlmUnavailable(f"remote LLM at {ep.url} broke off its reply: {failure.detail}")
+
+        replies = stream_failover(
+            self.endpoints,
+            lambda ep, deadline: self._stream(ep, body, deadline),
+            self.timeout_s,
+            allow_down=self.fallback is None,
+            broke_off=broke_off,
+            key=conversation_key(messages),
+        )
+        try:
+            async with contextlib.aclosing(replies):
+                async for piece in replies:
                     yield piece
-            except RemoteFailure as exc:
-                failure = exc
-                if started:
-                    raise LlmUnavailable(
-                        f"remote LLM at {ep.url} broke off its reply: {exc.detail}"
-                    ) from None
-                reason = exc.reason
-                details.append(f"{ep.url} {exc.detail}")
-            finally:
-                self.endpoints.release(ep, failure)
-            if failure is None:
-                return
-        if not details:
-            details.append(
-                "no endpoint is healthy (health checks continue)" if not tried else "no time left"
-            )
-        detail = "; ".join(details)
+            return
+        except AllEndpointsFailed as exc:
+            reason, detail = exc.reason, exc.detail
         if self.fallback is None:
             raise LlmUnavailable(f"remote LLM failed: {detail}")
         _LOGGER.warning(

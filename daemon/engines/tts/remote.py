@@ -27,7 +27,15 @@ import numpy as np
 
 from daemon.audio.pcm import PcmResampler, float_to_pcm
 from daemon.config import RemoteTtsConfig
-from daemon.engines.remote import Endpoint, EndpointSet, RemoteFailure, classify, status_failure
+from daemon.engines.remote import (
+    AllEndpointsFailed,
+    Endpoint,
+    EndpointSet,
+    RemoteFailure,
+    classify,
+    status_failure,
+    stream_failover,
+)
 from daemon.engines.tts.base import SynthesisOptions, TtsEngine
 from daemon.engines.tts.voices import RemoteVoice, VoiceInfo
 from daemon.errors import InvalidRequest, RemoteUnavailable
@@ -219,42 +227,27 @@ class RemoteTts:
             "speed": round(min(4.0, max(0.25, options.speed * voice.speed)), 3),
         }
         gain = options.volume * voice.volume
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout_s
-        tried: set[str] = set()
-        reason, details = "down", []
-        while loop.time() < deadline:
-            ep = self.endpoints.acquire(None, tried, allow_down=not self.fallback)
-            if ep is None:
-                break
-            tried.add(ep.url)
-            started = False
-            failure: RemoteFailure | None = None
-            try:
-                audio = _Audio(self.config.response_format, voice.sample_rate, gain)
-                async with contextlib.aclosing(self._attempt(ep, body, audio, deadline)) as pcms:
-                    async for pcm in pcms:
-                        started = True
-                        yield pcm
-            except RemoteFailure as exc:
-                failure = exc
-                if started:
-                    raise RemoteUnavailable(
-                        f"remote voice '{voice.name}' at {ep.url} broke off its audio: {exc.detail}"
-                    ) from None
-                reason = exc.reason
-                details.append(f"{ep.url} {exc.detail}")
-            finally:
-                self.endpoints.release(ep, failure)
-            if failure is None:
-                return
-        if not details:
-            details.append(
-                "no endpoint is healthy (health checks continue)" if not tried else "no time left"
+        fmt, rate = self.config.response_format, voice.sample_rate
+
+        def broke_off(ep: Endpoint, failure: RemoteFailure) -> Exception:
+            return RemoteUnavailable(
+                f"remote voice '{voice.name}' at {ep.url} broke off its audio: {failure.detail}"
             )
-            if loop.time() >= deadline:
-                reason = "timeout"
-        detail = "; ".join(details)
+
+        pcms = stream_failover(
+            self.endpoints,
+            lambda ep, deadline: self._attempt(ep, body, _Audio(fmt, rate, gain), deadline),
+            self.timeout_s,
+            allow_down=not self.fallback,
+            broke_off=broke_off,
+        )
+        try:
+            async with contextlib.aclosing(pcms):
+                async for pcm in pcms:
+                    yield pcm
+            return
+        except AllEndpointsFailed as exc:
+            reason, detail = exc.reason, exc.detail
         if not self.fallback:
             raise RemoteUnavailable(
                 f"remote voice '{voice.name}' ({self.name}) failed and has no fallback: {detail}"
