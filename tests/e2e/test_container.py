@@ -89,7 +89,7 @@ class Container:
     wyoming_port: int
     http_port: int
     data: Path
-    share: Path | None = None
+    config: Path | None = None
 
     @property
     def url(self) -> str:
@@ -161,20 +161,23 @@ def supervisor() -> Iterator[FakeSupervisor]:
 
 @pytest.fixture(scope="module")
 def addon(built, supervisor, tmp_path_factory) -> Iterator[Container]:
-    """The image as the Supervisor runs the add-on: root-owned /data with its options."""
+    """The image as the Supervisor runs the add-on: root-owned /data with its options,
+    the add-on's config folder (addon_config:rw) and the share (share:ro)."""
     data = tmp_path_factory.mktemp("addon-data")
     (data / "options.json").write_text(json.dumps(OPTIONS))
-    share = tmp_path_factory.mktemp("addon-share")  # the Supervisor maps share:rw
-    share.chmod(0o755)  # root's, readable by all, as the Supervisor's is
+    config = tmp_path_factory.mktemp("addon-config")
+    share = tmp_path_factory.mktemp("addon-share")
+    for folder in (config, share):
+        folder.chmod(0o755)  # root's, readable by all, as the Supervisor's are
     env = {
         "SUPERVISOR_TOKEN": TOKEN,
         "HEARTH_SUPERVISOR_URL": f"http://127.0.0.1:{supervisor.port}",
     }
     ctr = run(
         built, "hearth-test-addon", data, "--network=host", "--read-only", "--tmpfs", "/tmp",
-        "-v", f"{share}:/share", env=env,
+        "-v", f"{config}:/config", "-v", f"{share}:/share:ro", env=env,
     )  # fmt: skip
-    ctr.share = share
+    ctr.config = config
     try:
         ctr.wait_ready()
         yield ctr
@@ -278,7 +281,8 @@ def test_an_imported_voice_survives_a_restart(addon):
     assert response.status_code == 201, response.text
     containers.podman("restart", "-t", "30", addon.name, timeout=180)
     addon.wait_ready()
-    assert (addon.share / "hearth" / "voices" / "kitchen-joe").is_dir()
+    assert addon.config is not None
+    assert (addon.config / "voices" / "kitchen-joe").is_dir()  # in the add-on's backup
     assert "kitchen-joe" in [v.name for v in describe(addon.wyoming_port).tts[0].voices]
 
 
