@@ -97,9 +97,11 @@ def _asr(options: Mapping[str, object]) -> Settings:
 
 
 def _voice(options: Mapping[str, object]) -> Settings:
-    return {("tts", "default_voice"): _chosen(options, "voice", "custom_voice", "")} if (
-        options.get("voice") or options.get("custom_voice")
-    ) else {}
+    return (
+        {("tts", "default_voice"): _chosen(options, "voice", "custom_voice", "")}
+        if (options.get("voice") or options.get("custom_voice"))
+        else {}
+    )
 
 
 def _wake(options: Mapping[str, object]) -> Settings:
