@@ -8,7 +8,8 @@ base made from the archive (mmdebstrap). llama-cpp-python, which ships no wheels
 cross-compiled once for armv8-a with Debian's aarch64 cross compilers (compiling it
 under emulation would take hours) and handed to the build through ``.wheels/``, as the
 tests hand over the amd64 wheel; everything else the image installs is PyPI's aarch64
-wheels, installed by the image's own pip under emulation.
+wheels, installed by the image's own pip under emulation. The emulated container is shown
+a Raspberry Pi 4's /proc/cpuinfo (QEMU 7.2 passes the host's through).
 
 Each image then starts on a fresh data volume and answers, over its real doors: Wyoming
 ``describe``, a transcription of eSpeak NG speech, a spoken reply (Wyoming
@@ -60,6 +61,15 @@ CROSS = (
     "-DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8-a -DGGML_OPENMP=OFF"
 )
 """llama.cpp for every 64-bit Arm board (armv8-a with NEON), as the Dockerfile's own."""
+CPUINFO = "".join(
+    f"processor\t: {n}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+    "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\n"
+    "CPU revision\t: 3\n\n"
+    for n in range(4)
+)
+"""A Raspberry Pi 4's /proc/cpuinfo (Cortex-A72), shown to the emulated container: QEMU
+7.2's user mode passes the host's x86 one through, and onnxruntime's CPU probe waits
+forever on it (``import onnxruntime`` hangs with no CPU use)."""
 SPOKEN = "Turn on the kitchen lights."
 READY_S = 3600.0
 
@@ -224,6 +234,10 @@ def measure(image: str, arch: str) -> Run:
             "-v",
             f"{data}:/data",
         ]
+        if arch == "arm64":
+            cpuinfo = Path(data) / "cpuinfo"
+            cpuinfo.write_text(CPUINFO)
+            args += ["-v", f"{cpuinfo}:/proc/cpuinfo:ro"]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
         began = time.monotonic()
