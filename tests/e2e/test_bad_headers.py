@@ -132,3 +132,19 @@ def test_the_daemon_serves_on_after_every_bad_header(daemon):
         f"{daemon.url}/api/asr", files={"audio_file": ("a.wav", wav(), "audio/wav")}, timeout=60
     )
     assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize("rate", [0, 4_000_000_000, 8000])
+async def test_a_realtime_audio_format_out_of_range_is_an_error_event(daemon, rate):
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="unused", max_retries=0)
+    async with client.realtime.connect(model="gpt-realtime") as conn:
+        seen = []
+        while not seen or seen[-1].type != "session.created":
+            seen.append(await asyncio.wait_for(conn.recv(), 60))
+        audio = {"input": {"format": {"type": "audio/pcm", "rate": rate}}}
+        await conn.session.update(session={"type": "realtime", "audio": audio})
+        event = await asyncio.wait_for(conn.recv(), 60)
+    assert event.type == "error", event
+    assert f"not {rate}" in event.error.message, event.error
