@@ -113,7 +113,7 @@ def cross_wheel() -> Path:
         fetch = ["download", "-q", "--no-deps", "--no-binary", ":all:", "-d", tmp, LLAMA]
         subprocess.run([*pip, *fetch], check=True, timeout=600)
         (sdist,) = Path(tmp).glob("llama_cpp_python-*.tar.gz")
-        subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", tmp, str(sdist)],
+        subprocess.run([*pip, "wheel", "-q", "--no-deps", "--no-cache-dir", "-w", tmp, str(sdist)],
                        check=True, env=env, timeout=7200)  # fmt: skip
         (built,) = Path(tmp).glob("llama_cpp_python-*.whl")
         # The wheel holds only Python and the libraries it loads with ctypes: only its

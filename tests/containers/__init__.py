@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +99,26 @@ def ensure_base() -> float:
     return time.monotonic() - began
 
 
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+"""ELF ``e_machine`` of each architecture ``uname -m`` names."""
+
+
+def fits_this_machine(wheel: Path) -> bool:
+    """Whether the wheel's libllama is built for this machine's architecture (pip's cache
+    may also hold one cross-compiled for another, tagged as this one's)."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = [n for n in archive.namelist() if n.endswith("/libllama.so")]
+            if not names:
+                return False
+            with archive.open(names[0]) as lib:
+                header = lib.read(20)
+    except (OSError, zipfile.BadZipFile):
+        return False
+    machine = ELF_MACHINES.get(os.uname().machine)
+    return header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == machine
+
+
 def reuse_llama_wheel() -> Path | None:
     """Put the llama-cpp-python wheel ``make install`` built into the build context's
     .wheels/ (from pip's cache); the wheel, or None when there is none."""
@@ -106,12 +127,13 @@ def reuse_llama_wheel() -> Path | None:
         capture_output=True, text=True, check=False,
     ).stdout.split()  # fmt: skip
     wheels = [Path(p) for p in found if p.endswith(".whl") and Path(p).is_file()]
+    wheels = [wheel for wheel in wheels if fits_this_machine(wheel)]
     if not wheels:
         return None
     newest = max(wheels, key=lambda p: p.stat().st_mtime)
     target = ROOT / ".wheels" / newest.name
     for old in (ROOT / ".wheels").glob("llama_cpp_python-*.whl"):
-        if old.name != newest.name:
+        if old.name != newest.name or old.read_bytes() != newest.read_bytes():
             old.unlink()
     if not target.exists():
         shutil.copy2(newest, target)
