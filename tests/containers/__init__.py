@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -120,13 +119,12 @@ def fits_this_machine(wheel: Path) -> bool:
 
 
 def reuse_llama_wheel() -> Path | None:
-    """Put the llama-cpp-python wheel ``make install`` built into the build context's
-    .wheels/ (from pip's cache); the wheel, or None when there is none."""
-    found = subprocess.run(
-        [sys.executable, "-m", "pip", "cache", "list", "llama_cpp_python", "--format=abspath"],
-        capture_output=True, text=True, check=False,
-    ).stdout.split()  # fmt: skip
-    wheels = [Path(p) for p in found if p.endswith(".whl") and Path(p).is_file()]
+    """Put the llama-cpp-python wheel ``make install`` built for this machine into the
+    build context's .wheels/ (the venv records which: ``.venv/.llama-wheel``); the
+    wheel, or None when there is none (the image then compiles its own)."""
+    record = ROOT / ".venv" / ".llama-wheel"
+    named = record.read_text().split() if record.is_file() else []
+    wheels = [Path(p) for p in named if p.endswith(".whl") and Path(p).is_file()]
     wheels = [wheel for wheel in wheels if fits_this_machine(wheel)]
     if not wheels:
         return None
