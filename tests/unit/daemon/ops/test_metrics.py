@@ -140,4 +140,6 @@ def test_memory_is_exposed_for_a_households_prometheus():
     heap = {dict(labels)["kind"]: v for (name, labels), v in seen.items()
             if name == "hearth_native_heap_bytes"}  # fmt: skip
     assert set(heap) == {"in_use", "free", "mapped"}
-    assert 0 < heap["in_use"] < resident and heap["mapped"] <= heap["in_use"]
+    # In use may exceed resident: memory handed out but never touched (a calloc of a big
+    # array earlier in this process) counts as in use and is not resident.
+    assert heap["in_use"] > 0 and heap["free"] >= 0 and heap["mapped"] <= heap["in_use"]
