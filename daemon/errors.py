@@ -71,6 +71,11 @@ class ConfigError(HearthError):
     code = "invalid-config"
 
 
+EXIT_CONFIG = 78
+"""sysexits' EX_CONFIG, the exit status of a config error: the unit's
+``RestartPreventExitStatus`` stops restarting on it."""
+
+
 class InvalidAudio(HearthError):
     """Audio could not be decoded, or its format is out of range."""
 

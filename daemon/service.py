@@ -32,7 +32,7 @@ from daemon import __version__
 from daemon.config import Config
 from daemon.engines.hardware import HardwareReport, probe
 from daemon.engines.hub.progress import Downloads
-from daemon.errors import ModelUnavailable
+from daemon.errors import EXIT_CONFIG, ConfigError, ModelUnavailable
 from daemon.house.service import House
 from daemon.ops import memory
 from daemon.ops.inflight import InFlight
@@ -87,6 +87,7 @@ class HearthService:
         """The household's names (Home Assistant), read in the background when configured."""
         self.state = ServiceState.STARTING
         self.error = ""
+        self.config_error = False
         self.started = time.monotonic()
         self.listeners: list[Listener] = []
         """Every way in, in start-up order (made by ``run``)."""
@@ -251,7 +252,9 @@ class HearthService:
                     await loader
             await self.close()
             self.notifier.close()
-        return 1 if self.error else 0
+        if not self.error:
+            return 0
+        return EXIT_CONFIG if self.config_error else 1
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """A background task the service keeps (and cancels in close())."""
@@ -268,6 +271,7 @@ class HearthService:
         except Exception as exc:  # noqa: BLE001 - reported, then the daemon exits
             self.state = ServiceState.FAILED
             self.error = str(exc)
+            self.config_error = isinstance(exc, ConfigError)  # found as the engines load
             _LOGGER.error("Engines failed to load: %s", exc)
             self.notifier.status(f"Failed: {exc}")
             self._begin_stop()

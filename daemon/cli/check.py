@@ -18,7 +18,7 @@ from daemon.errors import HearthError
 from daemon.house.service import probe as probe_house
 from daemon.ops.storage import unwritable
 from daemon.runtime.loading import engine_requests, load_engines
-from daemon.runtime.remote import probe_remotes
+from daemon.runtime.remote import check_engine_voice, probe_remotes
 
 
 def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
@@ -80,12 +80,18 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
     remote_voices = {name for r in config.tts.remote for name in r.local_names()}
     try:
         from daemon.engines.hub.names import piper_name
+        from daemon.engines.tts.registry import tts_backend
         from daemon.engines.tts.voices import VoiceStore
 
         default = config.tts.default_voice
+        backend = tts_backend(config.tts.backend)
         store = VoiceStore(config.voices_path)
+        store.use_engine(backend.voices(), backend.voice_files)
         found = store.find(default) if default not in remote_voices else None
-        if default in remote_voices:
+        if not backend.voice_files and default not in remote_voices:
+            check_engine_voice(store, backend, default)
+            models["tts"] = {"backend": backend.name, "path": str(backend.source or "")}
+        elif default in remote_voices:
             models["tts"] = {"remote": f"default voice {default} is remote"}
         elif found is None and config.hub.voices and piper_name(default):
             models["tts"] = {

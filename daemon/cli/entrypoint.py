@@ -100,8 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_addon(context: AddonContext, args: list[str]) -> int:
     """Run ``hearth serve`` as the add-on: announce Wyoming once it answers."""
-    from daemon.cli.main import EXIT_CONFIG, load_settings
-    from daemon.errors import ConfigError
+    from daemon.cli.main import load_settings
+    from daemon.errors import EXIT_CONFIG, ConfigError
 
     try:
         config = load_settings(None)

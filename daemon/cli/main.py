@@ -13,14 +13,12 @@ from daemon import __version__
 from daemon.cli import ownership
 from daemon.config import Config, load_config
 from daemon.config.addon import ADDON_CONFIG_FILE, read_options
-from daemon.errors import ConfigError, HearthError
+from daemon.errors import EXIT_CONFIG, ConfigError, HearthError
 from daemon.ops import memory
 from daemon.ops.logs import setup_logging
 from daemon.ops.supervisor import addon_context
 
 _LOGGER = logging.getLogger("hearth")
-EXIT_CONFIG = 78
-"""sysexits' EX_CONFIG: the unit's ``RestartPreventExitStatus`` stops restarting on it."""
 WRITERS = ("check", "transcribe", "say", "chat", "voices", "speakers")
 """Commands that may write into the state (voices, speakers, joined models)."""
 

@@ -9,6 +9,7 @@ from daemon.config.rules import (
     COMPUTE_TYPES,
     base_url_ok,
     device_ok,
+    module_ok,
     remote_voice_ok,
     rules,
 )
@@ -142,6 +143,9 @@ class RemoteTtsConfig:
 class TtsConfig:
     """Text-to-speech engine."""
 
+    backend: str = field(default="piper", metadata=rules(check=module_ok))
+    """The engine that speaks local voices: ``piper``, or a plug-in module's dotted
+    name (see :mod:`daemon.engines.tts.registry`)."""
     default_voice: str = "en_US-joe-medium"
     device: str = field(default="auto", metadata=rules(check=device_ok))
     workers: int = field(default=1, metadata=rules(min=1, max=16))

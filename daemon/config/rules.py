@@ -7,6 +7,7 @@ value is good, else the problem ("must be ..."); the converter adds what it got.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +40,17 @@ def device_ok(value: str) -> str | None:
     if value.startswith("cuda:") and value[5:].isdigit():
         return None
     return f"must be {DEVICE_HELP}"
+
+
+MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""A Python module's dotted name (no path, no arguments)."""
+
+
+def module_ok(value: str) -> str | None:
+    """An engine backend: a built-in name or a Python module's dotted name."""
+    if MODULE_RE.fullmatch(value):
+        return None
+    return "must be a built-in engine's name or a Python module's dotted name"
 
 
 def uri_ok(value: str) -> str | None:

@@ -25,6 +25,7 @@ from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf, size_mb
 from daemon.engines.speaker import Ge2eEncoder, create_speaker_encoder
 from daemon.engines.tts.base import TtsEngine
 from daemon.engines.tts.cache import TtsCache
+from daemon.engines.tts.registry import EngineSettings, tts_backend
 from daemon.engines.tts.remote import MixedTts
 from daemon.engines.turn import create_turn
 from daemon.engines.turn.base import TurnModel
@@ -35,6 +36,7 @@ from daemon.runtime.engines import Engines, EngineStatus
 from daemon.runtime.remote import (
     REMOTE_ASR_THREADS,
     attach_remote_voices,
+    check_engine_voice,
     endpoint_sets,
     is_remote,
     load_remote_asr,
@@ -82,7 +84,7 @@ def model_keys(config: Config) -> dict[str, object]:
     keys["vad"] = (config.vad.engine, config.vad.threshold, config.vad.aggressiveness)
     keys["turn"] = (config.vad.turn, config.vad.turn_model, config.vad.turn_threshold)
     keys["speaker"] = (config.speakers.enabled, config.speakers.model)
-    keys["tts"] = (config.tts.device, config.tts.loaded_voices)
+    keys["tts"] = (config.tts.backend, config.tts.device, config.tts.loaded_voices)
     keys["tts-cache"] = (config.tts.cache, config.tts_cache_path)
     keys["llm"] = (
         llm.backend,
@@ -347,15 +349,16 @@ def _load_turn(config: Config) -> TurnModel | None:
 
 
 def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Reuse) -> None:
+    backend = tts_backend(config.tts.backend)
+    engines.voices.use_engine(backend.voices(), backend.voice_files)
     remotes = attach_remote_voices(config, engines.voices)  # tts.remote: HTTP clients only
+    check_engine_voice(engines.voices, backend, config.tts.default_voice)
     waiting = voice_stand_in(engines, config.tts.default_voice)
     voice = waiting or local_voice(engines.voices, config.tts.default_voice, remotes)
     previous = reuse.previous.tts if reuse.previous is not None else None
 
     def load_tts(p: Placement) -> TtsEngine:
-        from daemon.engines.tts.piper import PiperTts
-
-        engine = PiperTts(use_cuda=p.device == "cuda", max_loaded=config.tts.loaded_voices)
+        engine = backend.load(EngineSettings(p.device, config.tts.loaded_voices))
         engine.preload(voice)
         return engine
 
@@ -365,7 +368,8 @@ def _load_tts(engines: Engines, config: Config, placement: Placement, reuse: _Re
         tts_engine.preload(voice)  # a new default voice loads beside the others
         reuse.status(engines, "tts")
     else:
-        tts_engine = _load_with_fallback(engines, placement, voice.model_path, load_tts)
+        source = backend.source or voice.model_path
+        tts_engine = _load_with_fallback(engines, placement, source, load_tts)
     cache = reuse.model("tts-cache", previous.cache if previous else None)
     if cache is None and config.tts.cache.enabled:
         cache = TtsCache(config.tts_cache_path, config.tts.cache.max_mb * 1_000_000)

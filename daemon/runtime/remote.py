@@ -22,6 +22,7 @@ from daemon.errors import ConfigError, InvalidVoice, ModelUnavailable
 from daemon.ops.metrics import RemoteGauges
 
 if TYPE_CHECKING:
+    from daemon.engines.tts.registry import TtsBackend
     from daemon.engines.tts.remote import RemoteTts
 
 _LOGGER = logging.getLogger(__name__)
@@ -141,6 +142,18 @@ def attach_remote_voices(config: Config, store: VoiceStore) -> list[RemoteTts]:
     except InvalidVoice as exc:
         raise ConfigError(f"tts.remote: {exc.message}") from None
     return groups
+
+
+def check_engine_voice(store: VoiceStore, backend: TtsBackend, name: str) -> None:
+    """ConfigError unless default voice ``name`` is one the TTS engine (``tts.backend``)
+    or a remote server speaks (Piper's voice files are checked as they load)."""
+    if backend.voice_files or store.find(name) is not None:
+        return
+    voices = ", ".join(v.name for v in store.list()) or "none"
+    raise ConfigError(
+        f"tts.default_voice '{name}' is not a voice of tts.backend '{backend.name}' "
+        f"(voices: {voices}); set tts.default_voice to one of them"
+    )
 
 
 def local_voice(store: VoiceStore, name: str, groups: list[RemoteTts]) -> VoiceInfo:

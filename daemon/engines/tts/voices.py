@@ -77,6 +77,11 @@ class VoiceStore(VoiceChanges):
         voices are never fetched."""
         self._remote: dict[str, VoiceInfo] = {}
         """Voices remote servers speak (``tts.remote``), by name: set by the engines."""
+        self._engine: dict[str, VoiceInfo] = {}
+        """Voices a plug-in TTS engine brings by name (``tts.backend``)."""
+        self.files = True
+        """Whether the engine speaks voice files (Piper's): False, the bundled and user
+        voices are not offered, and nothing is fetched from the catalogue."""
         self._index: dict[str, VoiceInfo] = {}
         """Every voice the last reads found, by name: :meth:`recall` answers from it."""
         self._index_lock = threading.Lock()
@@ -120,6 +125,8 @@ class VoiceStore(VoiceChanges):
     def _user(self) -> list[VoiceInfo]:
         """The user voices; none (and a warning) when their folder cannot be read, so
         that the bundled voices are still offered."""
+        if not self.files:
+            return []
         try:
             if not self.user_dir.is_dir():
                 return []
@@ -130,8 +137,22 @@ class VoiceStore(VoiceChanges):
         voices = (_read_folder(folder) for folder in folders)
         return [voice for voice in voices if voice is not None]
 
+    @property
+    def _own(self) -> builtins.list[VoiceInfo]:
+        """The voices of the local engine that are not user folders."""
+        return self._bundled_voices if self.files else builtins.list(self._engine.values())
+
     def _taken_elsewhere(self, name: str) -> bool:
-        return any(v.name == name for v in self._bundled_voices) or name in self._remote
+        return any(v.name == name for v in self._own) or name in self._remote
+
+    def use_engine(self, voices: builtins.list[VoiceInfo], files: bool) -> None:
+        """The local engine's voices: its voice files (Piper: ``files``), or the
+        ``voices`` it brings by name instead."""
+        with self._index_lock:
+            self.files = files
+            self._engine = {v.name: v for v in voices}
+            self._index = {**self._engine, **self._remote}  # the next listing reads the rest
+            self._listed = False
 
     def set_remote(self, voices: builtins.list[VoiceInfo]) -> None:
         """Offer ``voices`` (spoken by remote servers) beside the local ones.
@@ -139,11 +160,11 @@ class VoiceStore(VoiceChanges):
         Raises:
             InvalidVoice: one is called like a bundled voice (a ``prefix`` tells them apart).
         """
-        bundled = {v.name for v in self._bundled_voices}
+        own = {v.name for v in self._own}
         for voice in voices:
-            if voice.name in bundled:
+            if voice.name in own:
                 raise InvalidVoice(
-                    f"remote voice '{voice.name}' has the name of a bundled voice; "
+                    f"remote voice '{voice.name}' has the name of a local engine's voice; "
                     "give its tts.remote entry a prefix"
                 )
         with self._index_lock:
@@ -155,7 +176,7 @@ class VoiceStore(VoiceChanges):
     def list(self) -> list[VoiceInfo]:
         """Every voice, bundled first, then remote ones; a user voice may not shadow
         a bundled or remote name."""
-        bundled = self._bundled_voices + builtins.list(self._remote.values())
+        bundled = self._own + builtins.list(self._remote.values())
         names = {v.name for v in bundled}
         voices = bundled + [v for v in self._user() if v.name not in names]
         with self._index_lock:
@@ -184,7 +205,7 @@ class VoiceStore(VoiceChanges):
     def _fetchable(self, name: str) -> VoiceInfo | None:
         """A voice of the Piper catalogue not fetched yet, as far as its name tells
         (language, sample rate): :meth:`get` fetches it before it is spoken."""
-        parsed = piper_name(name) if self._fetch is not None else None
+        parsed = piper_name(name) if self._fetch is not None and self.files else None
         if parsed is None:
             return None
         return VoiceInfo(
@@ -233,7 +254,7 @@ class VoiceStore(VoiceChanges):
 
     def find(self, name: str) -> VoiceInfo | None:
         """The voice called ``name``, or None; reads only that voice's folder."""
-        for voice in self._bundled_voices:
+        for voice in self._own:
             if voice.name == name:
                 self._remember(name, voice)
                 return voice
@@ -241,7 +262,8 @@ class VoiceStore(VoiceChanges):
         if remote is not None:
             return remote
         # The name check keeps a path ("../x", "/x") from leaving the store.
-        found = _read_folder(self.user_dir / name) if NAME_RE.fullmatch(name) else None
+        folder = self.files and NAME_RE.fullmatch(name)
+        found = _read_folder(self.user_dir / name) if folder else None
         self._remember(name, found)
         return found
 
@@ -264,7 +286,7 @@ class VoiceStore(VoiceChanges):
         voice = self.find(name)
         if voice is not None:
             return voice
-        if self._fetch is not None and piper_name(name) is not None:
+        if self._fetch is not None and self.files and piper_name(name) is not None:
             self._fetch(name)
             voice = self.find(name)
             if voice is not None:

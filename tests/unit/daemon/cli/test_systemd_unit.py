@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli.main import EXIT_CONFIG
+from daemon.errors import EXIT_CONFIG
 
 ROOT = Path(__file__).resolve().parents[4]
 UNIT = ROOT / "systemd" / "hearth.service"
