@@ -98,6 +98,9 @@ def ensure_base() -> float:
     return time.monotonic() - began
 
 
+BUILD_TIMEOUT_S = 2400
+"""The image's build from scratch (the baseline llama.cpp compiles in it), at most."""
+
 ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
 """ELF ``e_machine`` of each architecture ``uname -m`` names."""
 
@@ -179,7 +182,7 @@ def build_image(tag: str = IMAGE, *extra: str, base: str = BASE) -> Built:
     if (bundle := ca_bundle()) is not None:
         args += ["--secret", f"id=ca,src={bundle}"]
     began = time.monotonic()
-    result = podman(*args, str(ROOT), check=False, timeout=2400)
+    result = podman(*args, str(ROOT), check=False, timeout=BUILD_TIMEOUT_S)
     if result.returncode != 0:
         raise AssertionError(f"podman build failed:\n{(result.stdout + result.stderr)[-6000:]}")
     return Built(tag, base_s, time.monotonic() - began, wheel)

@@ -35,7 +35,9 @@ from daemon.engines.tts.voices import VoiceStore
 from tests import containers
 from tests.helpers import assert_heard, free_port, silence
 
-pytestmark = pytest.mark.e2e
+# The image is built from scratch on a fresh machine (its baseline llama.cpp compiled):
+# the first test, whose fixtures build it, may take as long as the build's own limit.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(containers.BUILD_TIMEOUT_S + 300)]
 
 TOKEN = "test-supervisor-token"
 READY_S = 600

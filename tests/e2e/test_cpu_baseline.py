@@ -31,7 +31,9 @@ from tests import containers
 from tests.e2e.test_container import ask, run
 from tests.helpers import assert_heard, espeak_pcm, silence
 
-pytestmark = pytest.mark.e2e
+# The image is built from scratch on a fresh machine (its baseline llama.cpp compiled):
+# the first test, whose fixtures build it, may take as long as the build's own limit.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(containers.BUILD_TIMEOUT_S + 300)]
 
 QEMU = "qemu-x86_64-static"
 EMULATED_S = 1800

@@ -106,14 +106,10 @@ def test_a_default_voice_the_engine_lacks_is_a_config_error(tmp_path: Path) -> N
 
 
 def test_a_backend_that_is_no_engine_is_a_config_error(tmp_path: Path) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"state_dir: {tmp_path / 'state'}\ntts:\n  backend: tests.helpers\n")
-    serve = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "--config", str(config), "serve"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert serve.returncode == 78, serve.stdout + serve.stderr
-    assert "tts.backend 'tests.helpers' is not a TTS engine" in serve.stderr + serve.stdout
+    daemon = Daemon(tmp_path, "tts:\n  backend: tests.helpers\n", env={"PYTHONPATH": str(ROOT)})
+    daemon.start(wait=False)
+    assert daemon.proc is not None
+    daemon.proc.wait(timeout=300)  # it stops by itself: the engines cannot load
+    out = daemon.stop()
+    assert daemon.returncode == 78, out  # a config error: the unit does not restart
+    assert "tts.backend 'tests.helpers' is not a TTS engine" in out, out
