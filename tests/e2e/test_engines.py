@@ -280,6 +280,57 @@ async def test_speech_that_goes_on_after_a_pause_gets_one_reply(engines, speak):
     assert len(history) == 2 and "minutes" in history[0].content.lower()
 
 
+async def test_a_finished_turn_plays_the_reply_prepared_on_its_speculative_words(
+    engines, speak, monkeypatch
+):
+    # "Turn on the kitchen lights." hands-free, replies on: the reply starts on the
+    # speculative words, before the turn is decided; the final says the same, so that
+    # reply is the one played, and the LLM is asked once.
+    from daemon.speech.events import SpeculativeTranscript, SpeechAudio
+
+    llm = engines.chat.llm
+    asked: list[str] = []
+    stream_chat = llm.stream_chat
+
+    def counted(messages, *args, **kwargs):
+        asked.append(messages[-1].content)
+        return stream_chat(messages, *args, **kwargs)
+
+    monkeypatch.setattr(llm, "stream_chat", counted)
+    session = engines.new_session(options=SessionOptions(partials=False, hands_free=True))
+    session.start(AudioFormat(RATE, 2, 1))
+    replies = engines.pipeline.replies("prepared", speak=True, tts_options=DETERMINISTIC)
+    seen: list[object] = []
+    runs: list[tuple[bool, list[object]]] = []
+
+    async def listen() -> None:
+        async for event in session.events():
+            seen.append(event)
+            if isinstance(event, FinalTranscript):
+                run = replies.start(event)
+                events = [e async for e in run.events()]
+                runs.append((run.speculation_used, events))
+                return
+            await replies.observe(event)
+
+    listener = asyncio.ensure_future(listen())
+    await feed_paced(
+        session,
+        np.concatenate([silence(0.3), trimmed(speak("Turn on the kitchen lights.")), silence(1.8)]),
+    )
+    await asyncio.wait_for(listener, 120)
+    await session.close()
+    await replies.close()
+
+    guesses = [e.text for e in seen if isinstance(e, SpeculativeTranscript)]
+    finals = [e for e in seen if isinstance(e, FinalTranscript)]
+    assert guesses and len(finals) == 1 and guesses[-1] == finals[0].text, seen
+    ((used, events),) = runs
+    assert used and asked == [finals[0].text]  # played, not asked again
+    audio = b"".join(e.pcm for e in events if isinstance(e, SpeechAudio))
+    assert len(audio) > 16000
+
+
 async def test_bad_input_raises_typed_errors(engines):
     with pytest.raises(TextTooLong):
         await engines.tts.synthesize("x" * 100_000, SynthesisOptions())
