@@ -18,7 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+from wyoming.tts import Synthesize, SynthesizeVoice
 
+from daemon.audio.pcm import encode
 from tests.helpers import free_port
 
 SYSTEMD_VARIABLES = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID")
@@ -190,3 +194,35 @@ class Daemon:
             out = self.stop()
         assert self.returncode == 0, out
         assert "Traceback" not in out, out
+
+
+async def synthesize(
+    daemon: Daemon, text: str, voice: str | None = None
+) -> tuple[list[Event], int, bytes]:
+    """(every event up to audio-stop or error, the rate, the audio) of one Wyoming
+    ``synthesize`` (``voice`` None: the default voice)."""
+    named = SynthesizeVoice(name=voice) if voice else None
+    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
+        await c.write_event(Synthesize(text=text, voice=named).event())
+        events: list[Event] = []
+        while True:
+            event = await asyncio.wait_for(c.read_event(), 60)
+            assert event is not None, f"connection closed: {events}"
+            events.append(event)
+            if event.type in ("audio-stop", "error"):
+                break
+    starts = [e for e in events if e.type == "audio-start"]
+    rate = int(starts[0].data["rate"]) if starts else 0
+    return events, rate, b"".join(e.payload or b"" for e in events if e.type == "audio-chunk")
+
+
+def heard(daemon: Daemon, pcm: bytes, rate: int) -> str:
+    """What the daemon's own tiny.en hears in ``pcm``."""
+    resp = httpx.post(
+        f"{daemon.url}/v1/audio/transcriptions",
+        files={"file": ("s.wav", encode(pcm, rate, "wav"), "audio/wav")},
+        data={"model": "tiny.en", "language": "en"},
+        timeout=120,
+    )
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["text"])

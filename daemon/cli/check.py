@@ -87,13 +87,12 @@ def _collect(config: Config, load: bool) -> tuple[dict[str, Any], list[str]]:
         backend = tts_backend(config.tts.backend)
         store = VoiceStore(config.voices_path)
         store.use_engine(backend.voices(), backend.voice_files)
-        found = store.find(default) if default not in remote_voices else None
         if not backend.voice_files and default not in remote_voices:
             check_engine_voice(store, backend, default)
             models["tts"] = {"backend": backend.name, "path": str(backend.source or "")}
         elif default in remote_voices:
             models["tts"] = {"remote": f"default voice {default} is remote"}
-        elif found is None and config.hub.voices and piper_name(default):
+        elif (found := store.find(default)) is None and config.hub.voices and piper_name(default):
             models["tts"] = {
                 "fetch": f"default voice {default} is fetched from the Piper catalogue when "
                 "the daemon starts (the bundled voice speaks meanwhile)"

@@ -16,12 +16,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from wyoming.client import AsyncTcpClient
-from wyoming.event import Event
 from wyoming.info import Describe
-from wyoming.tts import Synthesize, SynthesizeVoice
 
-from daemon.audio.pcm import encode
-from tests.daemon import Daemon
+from tests.daemon import Daemon, heard, synthesize
 from tests.helpers import assert_heard
 from tests.remote_servers import BadServer
 
@@ -91,34 +88,6 @@ def sent(daemon: Daemon, group: str) -> float:
 
 def fallbacks(daemon: Daemon, group: str) -> float:
     return metric(daemon, "hearth_remote_fallbacks_total", kind="tts", model=group)
-
-
-async def synthesize(daemon: Daemon, text: str, voice: str) -> tuple[list[Event], int, bytes]:
-    """(every event up to audio-stop or error, the rate, the audio) of one synthesize."""
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-        await c.write_event(Synthesize(text=text, voice=SynthesizeVoice(name=voice)).event())
-        events: list[Event] = []
-        while True:
-            event = await asyncio.wait_for(c.read_event(), 60)
-            assert event is not None, f"connection closed: {events}"
-            events.append(event)
-            if event.type in ("audio-stop", "error"):
-                break
-    starts = [e for e in events if e.type == "audio-start"]
-    rate = int(starts[0].data["rate"]) if starts else 0
-    return events, rate, b"".join(e.payload or b"" for e in events if e.type == "audio-chunk")
-
-
-def heard(daemon: Daemon, pcm: bytes, rate: int) -> str:
-    """What the edge's own tiny.en hears in ``pcm``."""
-    resp = httpx.post(
-        f"{daemon.url}/v1/audio/transcriptions",
-        files={"file": ("s.wav", encode(pcm, rate, "wav"), "audio/wav")},
-        data={"model": "tiny.en", "language": "en"},
-        timeout=120,
-    )
-    assert resp.status_code == 200, resp.text
-    return str(resp.json()["text"])
 
 
 async def test_remote_voices_are_listed_everywhere(edge: Daemon) -> None:

@@ -14,12 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 from wyoming.client import AsyncTcpClient
-from wyoming.event import Event
 from wyoming.info import Describe
-from wyoming.tts import Synthesize, SynthesizeVoice
 
-from daemon.audio.pcm import encode
-from tests.daemon import Daemon
+from tests.daemon import Daemon, heard, synthesize
 from tests.helpers import assert_heard
 
 pytestmark = [
@@ -37,31 +34,6 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     yield from Daemon(tmp_path_factory.mktemp("toy"), TOY, env=env).serve()
 
 
-async def synthesize(daemon: Daemon, text: str, voice: str | None) -> list[Event]:
-    """Every event of one Wyoming ``synthesize`` up to ``audio-stop`` or ``error``."""
-    named = SynthesizeVoice(name=voice) if voice else None
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as client:
-        await client.write_event(Synthesize(text=text, voice=named).event())
-        events: list[Event] = []
-        while True:
-            event = await asyncio.wait_for(client.read_event(), 60)
-            assert event is not None, f"connection closed: {events}"
-            events.append(event)
-            if event.type in ("audio-stop", "error"):
-                return events
-
-
-def heard(daemon: Daemon, pcm: bytes, rate: int) -> str:
-    response = httpx.post(
-        f"{daemon.url}/v1/audio/transcriptions",
-        files={"file": ("s.wav", encode(pcm, rate, "wav"), "audio/wav")},
-        data={"model": "tiny.en", "language": "en"},
-        timeout=120,
-    )
-    assert response.status_code == 200, response.text
-    return str(response.json()["text"])
-
-
 async def test_the_plugged_in_engines_voices_are_the_ones_offered(toy: Daemon) -> None:
     async with AsyncTcpClient("127.0.0.1", toy.wyoming_port) as client:
         await client.write_event(Describe().event())
@@ -76,16 +48,14 @@ async def test_the_plugged_in_engines_voices_are_the_ones_offered(toy: Daemon) -
 
 @pytest.mark.parametrize("voice", [None, "toy-espeak-gb"])
 async def test_the_plugged_in_engine_speaks_over_wyoming(toy: Daemon, voice: str | None) -> None:
-    events = await synthesize(toy, SAID, voice)
+    events, rate, audio = await synthesize(toy, SAID, voice)
     assert events[-1].type == "audio-stop", events[-1]
-    rate = int(next(e for e in events if e.type == "audio-start").data["rate"])
-    audio = b"".join(e.payload or b"" for e in events if e.type == "audio-chunk")
     assert rate == 22050 and len(audio) / (2 * rate) > 0.8
     assert_heard(heard(toy, audio, rate), SAID, "kitchen")
 
 
 async def test_a_piper_voice_is_not_the_plugged_in_engines(toy: Daemon) -> None:
-    events = await synthesize(toy, SAID, "en_US-joe-medium")
+    events, _, _ = await synthesize(toy, SAID, "en_US-joe-medium")
     assert events[-1].type == "error"
     assert "toy-espeak" in events[-1].data["text"], events[-1].data  # the voices it has
 

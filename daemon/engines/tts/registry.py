@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from daemon.config.rules import module_ok
@@ -114,7 +114,5 @@ def tts_backend(name: str) -> TtsBackend:
             "(a daemon.engines.tts.registry.TtsBackend)"
         )
     if backend.source is None and module.__file__:
-        backend = TtsBackend(
-            backend.name, backend.load, backend.voices, backend.voice_files, Path(module.__file__)
-        )
+        backend = replace(backend, source=Path(module.__file__))
     return backend
