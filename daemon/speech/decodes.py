@@ -140,11 +140,9 @@ class Decodes:
             return  # only silence arrived since: the decode in flight still holds
         self.discard()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        options = self.options.transcribe
-        if turn_check_s is not None and self.settings.turn.text:
-            # The turn decision reads these words: say where the speech ends, so a
-            # word Whisper writes into the silence after it is not taken as said.
-            options = replace(options, speech_end_s=(speech_end - rng[0]) / RATE)
+        # Where the speech ends: what Whisper writes into the silence after it is not
+        # taken as said (by the turn decision, or in the transcript).
+        options = replace(self.options.transcribe, speech_end_s=max(0, speech_end - rng[0]) / RATE)
         task = self.decode(self._intake.audio(*rng), options, final=True)
         spec = Speculation(rng[0], speech_end, task)
         self.spec = spec
@@ -250,7 +248,10 @@ class Decodes:
             task = spec.task
         else:
             self.discard()
-            task = self.decode(audio, self.options.transcribe, final=True)
+            options = replace(
+                self.options.transcribe, speech_end_s=max(0, speech_end - rng[0]) / RATE
+            )
+            task = self.decode(audio, options, final=True)
         if on_utterance is not None:
             on_utterance(audio)  # beside the decode (the speaker's embedding)
         result = await task

@@ -117,3 +117,59 @@ def test_a_loop_the_full_window_returns_is_cut(path, audio):
     got = model.transcribe(audio[text], TranscribeOptions(timestamps=True))  # the 30 s path
     assert got.text == "I'll tell you my fortnite"
     assert model.window_counts() == {("30", "loop-cut"): 1}
+
+
+INVENTED = " We will see you next time."
+"""What tiny.en wrote after "Turn on the reading lamp." in a cut window on one CPU."""
+
+
+def test_a_sentence_written_after_the_end_of_speech_is_not_in_the_transcript(
+    path, speak, monkeypatch
+):
+    """Whisper's words are placed in time on the window's own encoding: a last sentence
+    that lies wholly after the end of speech is dropped, one said before it stays."""
+    speech = speak("Turn on the Reading Lamp.").astype(np.float32) / 32768
+    loud = np.flatnonzero(np.abs(speech) > 0.01)
+    speech = speech[loud[0] : loud[-1] + 1]
+    lead, pad = np.zeros(1920, np.float32), np.zeros(1920, np.float32)  # 0.12 s each
+    audio = np.concatenate([lead, speech, pad])
+    ends_s = (lead.size + speech.size) / 16000
+    model = WhisperAsr("tiny.en", path, window="auto")
+    real = whisper._generate
+
+    def inventing(*args, **kwargs):
+        return [(text + INVENTED, verdict) for text, verdict in real(*args, **kwargs)]
+
+    monkeypatch.setattr(whisper, "_generate", inventing)
+    plain = model.transcribe(audio, TranscribeOptions())
+    assert plain.text.endswith(INVENTED)  # nobody said where the speech ends
+    got = model.transcribe(audio, TranscribeOptions(speech_end_s=ends_s))
+    assert got.text == plain.text.removesuffix(INVENTED), got
+    assert_heard(got.text, "Turn on the reading lamp.", "reading", "lamp")
+    assert model.window_counts().get(("10", "invented")) == 1
+    # Speech that went on past the invented words' place keeps them: it is the
+    # alignment with the audio that decides, not the words.
+    late = model.transcribe(audio, TranscribeOptions(speech_end_s=len(audio) / 16000))
+    assert late.text == plain.text
+
+
+def test_no_trailing_silence_makes_tiny_en_end_a_command_with_words_of_its_own(path, speak):
+    """The same command with 0 to 0.6 s of silence after it, as a session cuts it: each
+    transcript is the one sentence said (on one CPU, 0.16 and 0.2 s gave "Turn on the
+    reading lamp. Turn on the reading" before the echo was caught)."""
+    from daemon.engines.asr.window import echo_at
+
+    speech = speak("Turn on the Reading Lamp.").astype(np.float32) / 32768
+    loud = np.flatnonzero(np.abs(speech) > 0.01)
+    speech = speech[loud[0] : loud[-1] + 1]
+    lead = np.zeros(1920, np.float32)
+    model = WhisperAsr("tiny.en", path, window="auto")
+    heard = []
+    for pad_ms in range(0, 640, 40):
+        audio = np.concatenate([lead, speech, np.zeros(pad_ms * 16, np.float32)])
+        options = TranscribeOptions(speech_end_s=(lead.size + speech.size) / 16000)
+        text = model.transcribe(audio, options).text
+        heard.append((pad_ms, text))
+        assert echo_at(text) is None, heard
+        assert text.count(".") + text.count("?") + text.count("!") <= 1, heard
+        assert_heard(text, "Turn on the reading lamp.", "reading", "lamp")

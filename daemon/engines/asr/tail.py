@@ -9,7 +9,10 @@ silence after the last speech the VAD heard: "it." from 1.14 to 1.30 s when the
 speech ended at 1.16 s. :func:`heard_text` drops the last words that lie mostly
 after the end of speech (the alignment stretches a real last word a little into the
 silence, "for..." from 0.90 to 1.24 s for speech that ended at 1.10 s, so a word is
-kept while most of it is before the end); :func:`align` gets the words' times from
+kept while most of it is before the end), for the turn decision alone.
+:func:`said_words` drops more, from the transcript itself: whole last sentences
+written into the silence ("Turn on the reading lamp. We will see you next time."),
+which would turn a command into chatter. :func:`align` gets the words' times from
 an encoded window, reusing the decode's encoder output.
 """
 
@@ -25,6 +28,8 @@ _LOGGER = logging.getLogger(__name__)
 AFTER_SHARE = 0.6
 """A last word with at least this share of its time after the end of speech was not
 said (invented words measured 0.81-0.87; real last words, stretched, up to 0.41)."""
+SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
+"""What ends a sentence in Whisper's punctuation."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,33 @@ def heard_text(words: Sequence[TimedWord], speech_end_s: float) -> str | None:
     if kept == len(words):
         return None
     return "".join(w.text for w in words[:kept]).strip()
+
+
+def said_words(words: Sequence[TimedWord], speech_end_s: float) -> list[TimedWord]:
+    """``words`` without the sentence Whisper wrote wholly into the silence after the
+    end of speech: the last words that all start at or after ``speech_end_s``, from
+    where a sentence begins among them (after a full stop, or at a capital letter).
+
+    In a short window Whisper sometimes ends a command with a sentence of its own,
+    "Turn on the reading lamp. We will see you next time." (or "turn on the reading
+    lamp We will see you next time."); aligned with the audio, every word of it sits at
+    or after the end of speech, in the padding (zero-length words at 1.42 s for speech
+    that ended at 1.33 s), while a real last sentence starts before it. A word that
+    goes on a sentence (lowercase, no full stop before it) stays: the turn decision has
+    its own rule for those (:func:`heard_text`). The first word always stays: a
+    transcript is never emptied here.
+    """
+    after = len(words)
+    while after > 1 and words[after - 1].start_s >= speech_end_s:
+        after -= 1
+    for at in range(after, len(words)):
+        if _ends_sentence(words[at - 1].text) or words[at].text.strip()[:1].isupper():
+            return list(words[:at])
+    return list(words)
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip().rstrip("\"')»”").endswith(SENTENCE_ENDS)
 
 
 def align(

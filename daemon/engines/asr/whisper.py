@@ -274,7 +274,8 @@ class WhisperAsr(AsrModel):
         prompt = jobs[0].options.initial_prompt
         out: list[Transcript] = []
         decoded = _generate(self, encoded, jobs, window_s, prompt)
-        for job, size, (text, verdict) in zip(jobs, sizes, decoded, strict=True):
+        placed = self._placed(encoded, jobs, sizes, [text for text, _ in decoded])
+        for job, size, (text, verdict), words in zip(jobs, sizes, decoded, placed, strict=True):
             self._count(window_s, verdict)
             if verdict is Verdict.PROMPT_ECHO:
                 out.append(self._whole(job.audio, replace(job.options, initial_prompt=None)))
@@ -284,14 +285,23 @@ class WhisperAsr(AsrModel):
                     _LOGGER.debug("%g s window: %s, decoding again in 30 s", window_s, verdict)
                 out.append(self._sequential(job))
                 continue
+            end_s = job.options.speech_end_s
+            if words is not None and end_s is not None:
+                said = self._said(window_s, words, end_s)
+                text = _text_of(said) if said is not words else text
+                words = said
             window = self._window(encoded, job, size) if len(jobs) == 1 else None
+            first = text
             command = None if commands is None or window is None else window.command(text, commands)
             if command is not None:
                 text = command
             elif hinter is not None and len(jobs) == 1:
                 text = self._reread(encoded, job, window_s, text, hinter)
             piece = Segment(0.0, size * fw.feature_extractor.time_per_frame, text)
-            heard = None if window is None else window.heard(text)
+            if text != first or words is None or end_s is None:
+                heard = None if window is None else window.heard(text)
+            else:
+                heard = tail.heard_text(words, end_s)
             out.append(
                 Transcript(
                     text=text,
@@ -302,6 +312,41 @@ class WhisperAsr(AsrModel):
                 )
             )
         return out
+
+    def _placed(
+        self, encoded: Any, jobs: list[_Job], sizes: list[int], texts: list[str]
+    ) -> list[list[tail.TimedWord] | None]:
+        """Each decoded text's words in time (:func:`tail.align`, one pass for the
+        batch) where the jobs say where their speech ends; None for the others."""
+        if all(job.options.speech_end_s is None for job in jobs):
+            return [None] * len(jobs)
+        try:
+            window = self._window(encoded, jobs[0], max(sizes))
+            found = tail.align(
+                self._model, window.tokenizer(), encoded, [t or "." for t in texts], sizes
+            )
+        except Exception as exc:  # noqa: BLE001 - the words stand as decoded
+            _LOGGER.warning("Placing the words in time failed (%s)", type(exc).__name__)
+            return [None] * len(jobs)
+        return [
+            words if job.options.speech_end_s is not None and text else None
+            for job, text, words in zip(jobs, texts, found, strict=True)
+        ]
+
+    def _said(
+        self, window_s: float, words: list[tail.TimedWord], end_s: float
+    ) -> list[tail.TimedWord]:
+        """``words`` without the sentences written after the end of speech
+        (:func:`tail.said_words`); the same list when none was."""
+        said = tail.said_words(words, end_s)
+        if len(said) == len(words):
+            return words
+        self._count(window_s, Verdict.INVENTED)
+        _LOGGER.info(
+            "Dropped what Whisper wrote after the end of speech: %.80r",
+            _text_of(words[len(said) :]),
+        )
+        return said
 
     def _reread(self, encoded: Any, job: _Job, window_s: float, text: str, hinter: Hinter) -> str:
         """The second reading of ``job``'s encoded window with the prompt ``hinter`` gives
@@ -370,14 +415,27 @@ class WhisperAsr(AsrModel):
             parts.append(piece)
             yield piece
         end_s = options.speech_end_s
+        text = " ".join(p.text for p in parts if p.text)
+        heard = None
+        if end_s is not None:
+            words = tail.from_segments(raw)
+            said = self._said(FULL_S, words, end_s)
+            if said is not words:
+                text = _text_of(said)
+                parts = [Segment(parts[0].start_s, parts[-1].end_s, text)]
+            heard = tail.heard_text(said, end_s)
         yield Transcript(
-            text=" ".join(p.text for p in parts if p.text),
+            text=text,
             language=info.language,
             audio_s=len(audio) / RATE,
             language_probability=float(info.language_probability or 1.0),
             segments=tuple(parts),
-            heard_text=None if end_s is None else tail.heard_text(tail.from_segments(raw), end_s),
+            heard_text=heard,
         )
+
+
+def _text_of(words: Sequence[tail.TimedWord]) -> str:
+    return "".join(w.text for w in words).strip()
 
 
 def _generate(

@@ -60,7 +60,8 @@ class Verdict(Enum):
 
     OK = "ok"
     REPEATS = "repeats"
-    """The text repeats itself (a phrase again and again, or a high compression ratio)."""
+    """The text repeats itself (a phrase again and again, the start of a sentence again
+    after it, or a high compression ratio)."""
     TOO_MANY_TOKENS = "too-many-tokens"
     """More tokens than the audio's length can hold."""
     NO_END = "no-end"
@@ -78,6 +79,9 @@ class Verdict(Enum):
     beside the first reading's own verdict)."""
     REREAD_KEPT = "reread-kept"
     """The second reading wrote one of those names: it replaced the first."""
+    INVENTED = "invented"
+    """A last sentence written wholly after the end of speech was dropped (counted
+    beside the decode's own verdict; :func:`~daemon.engines.asr.tail.said_words`)."""
     LOOP_CUT = "loop-cut"
     """The full window's decode looped too (its temperature fallback kept a repetition):
     the text is cut to the phrase's first time."""
@@ -134,6 +138,7 @@ def compression_ratio(text: str) -> float:
 
 
 _WORD = re.compile(r"[\w']+")
+_SENTENCE_ENDS = (".", "!", "?")
 
 
 def repeats(text: str, min_words: int = 2, times: int = 3) -> bool:
@@ -146,18 +151,44 @@ def repeats(text: str, min_words: int = 2, times: int = 3) -> bool:
     return _first_loop(text, min_words, times) is not None
 
 
+def echo_at(text: str) -> int | None:
+    """Where an unfinished last sentence that repeats the start of the sentence before
+    it begins, or None.
+
+    A loop that stopped early: "Turn on the reading lamp. Turn on the reading" (tiny.en
+    in a window cut with 0.16 s of silence after the speech). The echo has no end of
+    its own and two or more words, all of them the first words of the sentence before
+    it; a person who starts again says the whole command, or another one.
+    """
+    body = text.rstrip()
+    if not body or body.endswith(_SENTENCE_ENDS):
+        return None
+    cut = max(body.rfind(end) for end in _SENTENCE_ENDS)
+    if cut < 0:
+        return None
+    before = body[:cut]
+    start = max(before.rfind(end) for end in _SENTENCE_ENDS) + 1
+    echo = [w.lower() for w in _WORD.findall(body[cut + 1 :])]
+    sentence = [w.lower() for w in _WORD.findall(before[start:])]
+    if 2 <= len(echo) < len(sentence) and sentence[: len(echo)] == echo:
+        return cut + 1
+    return None
+
+
 def unloop(text: str, min_words: int = 2, times: int = 3) -> str:
     """``text`` with each run of a repeated phrase cut to its first time.
 
     The same runs as :func:`repeats` finds: a phrase of ``min_words`` or more words
     ``times`` times or more in a row, or a sentence of three or more words twice in a
     row. "I'll tell you my fortnite, I'll tell you my fortnite, I'll tell you my
-    fortnite" becomes "I'll tell you my fortnite". What is not a loop is unchanged.
+    fortnite" becomes "I'll tell you my fortnite". An echo that stopped early
+    (:func:`echo_at`) is cut too. What is not a loop is unchanged.
     """
     while True:
         cut = _first_loop(text, min_words, times)
         if cut is None:
-            return text
+            echo = echo_at(text)
+            return text if echo is None else text[:echo].strip()
         keep_end, drop_end = cut
         text = (text[:keep_end].rstrip(" ,;") + text[drop_end:]).strip()
 
@@ -217,7 +248,9 @@ def judge(decode: Decode) -> Verdict:
     """Whether a windowed decode can be trusted, or why not."""
     if not decode.ended:
         return Verdict.NO_END
-    if repeats(decode.text) or compression_ratio(decode.text.strip()) > COMPRESSION_RATIO_MAX:
+    if repeats(decode.text) or echo_at(decode.text) is not None:
+        return Verdict.REPEATS
+    if compression_ratio(decode.text.strip()) > COMPRESSION_RATIO_MAX:
         return Verdict.REPEATS
     if echoes_prompt(decode.text, decode.prompt):
         return Verdict.PROMPT_ECHO

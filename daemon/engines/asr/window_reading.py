@@ -42,7 +42,8 @@ class WindowReading:
     frames: int
     """Mel frames of real audio in the window."""
 
-    def _tokenizer(self) -> Any:
+    def tokenizer(self) -> Any:
+        """The tokenizer of this window's language and task."""
         from faster_whisper.tokenizer import Tokenizer
 
         task = self.options.task if self.multilingual else "transcribe"
@@ -57,7 +58,7 @@ class WindowReading:
         if end_s is None or not text:
             return None
         try:
-            words = tail.align(self.model, self._tokenizer(), self.encoded, [text], [self.frames])
+            words = tail.align(self.model, self.tokenizer(), self.encoded, [text], [self.frames])
         except Exception as exc:  # noqa: BLE001 - the words stand as decoded
             _LOGGER.warning("Placing the words in time failed (%s)", type(exc).__name__)
             return None
@@ -65,7 +66,7 @@ class WindowReading:
 
     def scores(self, texts: Sequence[str]) -> list[float]:
         """Each text's mean token log-probability on this window."""
-        return score.score(self.model, self._tokenizer(), self.encoded, self.frames, texts)
+        return score.score(self.model, self.tokenizer(), self.encoded, self.frames, texts)
 
     def command(self, text: str, reader: CommandReader) -> str | None:
         """The command sentence that replaces the reading ``text``, or None: it stays."""

@@ -11,6 +11,7 @@ from daemon.engines.asr.window import (
     Verdict,
     choose_window,
     compression_ratio,
+    echo_at,
     echoes_prompt,
     judge,
     narrowband,
@@ -131,6 +132,31 @@ def test_a_loop_the_full_window_kept_is_cut_to_its_first_time() -> None:
         "Set a timer. Play jazz please. Thanks."
     )
     assert not repeats(unloop(fortnite)) and not repeats(unloop(LOOP))
+
+
+def test_the_start_of_a_sentence_again_after_it_is_a_loop_that_stopped() -> None:
+    # tiny.en in a 10 s window, 0.16 s of silence after "Turn on the Reading Lamp."
+    echo = "Turn on the reading lamp. Turn on the reading"
+    assert echo_at(echo) == len("Turn on the reading lamp.")
+    assert judge(decode(echo)) is Verdict.REPEATS
+    assert unloop(echo) == "Turn on the reading lamp."
+    assert unloop("What time is it? What time") == "What time is it?"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Turn on the lamp. Turn on the fan",  # another command, unfinished
+        "Turn on the lamp. Turn on the lamp",  # the whole sentence again: a repeat, not an echo
+        "Turn on the lamp. Turn",  # one word
+        "Turn on the lamp. Turn on the.",  # ends as a sentence of its own
+        "Turn on the reading lamp",
+        "Stop. Stop",
+        "",
+    ],
+)
+def test_what_does_not_echo_the_sentence_before_is_no_echo(text: str) -> None:
+    assert echo_at(text) is None
 
 
 @pytest.mark.parametrize(
