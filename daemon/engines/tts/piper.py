@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.engines.tts.base import SynthesisOptions, TtsEngine
+from daemon.engines.tts.piper_stream import StreamingVoice, load_streaming
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.errors import UnknownVoice
 
@@ -37,17 +38,25 @@ def session_options() -> Any:
     return options
 
 
-def load_voice(model_path: Path, config_path: Path, use_cuda: bool = False) -> Any:
-    """A Piper voice, as Piper's own loader makes it, with :func:`session_options`."""
+def load_voice(
+    model_path: Path, config_path: Path, use_cuda: bool = False, streaming: bool = True
+) -> Any:
+    """A Piper voice with :func:`session_options`: split for speaking as it is decoded
+    (:mod:`~daemon.engines.tts.piper_stream`) where its graph allows and ``streaming``,
+    else as Piper's own loader makes it."""
     import onnxruntime
     from piper import PiperVoice
     from piper.config import PiperConfig
     from piper.voice import ESPEAK_DATA_DIR
 
-    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     providers: list[Any] = ["CPUExecutionProvider"]
     if use_cuda:
         providers = [("CUDAExecutionProvider", {"cudnn_conv_algo_search": "HEURISTIC"})]
+    if streaming:
+        voice = load_streaming(model_path, config_path, providers, session_options())
+        if voice is not None:
+            return voice
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     session = onnxruntime.InferenceSession(
         str(model_path), sess_options=session_options(), providers=providers
     )
@@ -115,7 +124,8 @@ class PiperTts(TtsEngine):
     def synthesize(
         self, voice: VoiceInfo, sentence: str, options: SynthesisOptions
     ) -> Iterator[bytes]:
-        """Yield native-rate PCM for the sentence (Piper may split it further)."""
+        """Yield native-rate PCM for the sentence: piece by piece as it is decoded (or
+        one piece per sentence Piper splits it into, for a voice spoken whole)."""
         from piper import SynthesisConfig
 
         piper_voice = self._load(voice)
@@ -142,5 +152,8 @@ class PiperTts(TtsEngine):
             noise_w_scale=noise_w_scale if noise_w_scale is not None else voice.noise_w_scale,
             volume=options.volume * voice.volume,
         )
+        if isinstance(piper_voice, StreamingVoice):
+            yield from piper_voice.synthesize(sentence, syn)
+            return
         for chunk in piper_voice.synthesize(sentence, syn_config=syn):
             yield chunk.audio_int16_bytes

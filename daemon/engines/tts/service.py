@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict
+from typing import TypeVar
 
 from daemon.audio.pcm import PcmResampler, encode, resample_pcm
 from daemon.engines.tts.base import SentenceAudio, SynthesisOptions, TtsEngine
@@ -36,6 +37,7 @@ READ_AHEAD = 4
 STALL_TIMEOUT_S = 30.0
 """How long a request's buffer may stay full before its reader counts as gone (s)."""
 _RETRY_S = 0.05
+_T = TypeVar("_T")
 
 
 class TtsService:
@@ -133,13 +135,6 @@ class TtsService:
         gap = b"\x00\x00" * int(rate * silence_s)
         last = len(sentences) - 1
 
-        def work(index: int, sentence: str) -> SentenceAudio:
-            pcm = b"".join(self.engine.synthesize(voice, sentence, options))
-            pcm = resample_pcm(pcm, voice.sample_rate, rate)
-            if index < last and ends_phrase(sentence):
-                pcm += gap
-            return SentenceAudio(pcm, rate, sentence)
-
         remote = self.engine.remote(voice) if isinstance(self.engine, MixedTts) else None
         if voice.remote is not None and remote is None:
             raise RemoteUnavailable(f"remote voice '{voice.name}' is not configured here")
@@ -162,13 +157,14 @@ class TtsService:
         async def produce() -> None:
             try:
                 for index, sentence in enumerate(sentences):
-                    if remote is None:
-                        await put(await self._run_piece(work, index, sentence))
-                        continue
                     tail = gap if index < last and ends_phrase(sentence) else b""
-                    async for block in self._remote_piece(
-                        remote, voice, index, sentence, options, rate, tail
-                    ):
+                    if remote is None:
+                        pieces = self._local_pieces(voice, index, sentence, options, rate, tail)
+                    else:
+                        pieces = self._remote_piece(
+                            remote, voice, index, sentence, options, rate, tail
+                        )
+                    async for block in pieces:
                         await put(block)
                 await put(None)
             except asyncio.CancelledError:
@@ -189,6 +185,35 @@ class TtsService:
                 yield item
         finally:
             producer.cancel()
+
+    async def _local_pieces(
+        self,
+        voice: VoiceInfo,
+        index: int,
+        sentence: str,
+        options: SynthesisOptions,
+        rate: int,
+        tail: bytes,
+    ) -> AsyncIterator[SentenceAudio]:
+        """One sentence of a local voice, piece by piece as the engine makes it (Piper:
+        as it is decoded); each piece, resampled, is one call in the pool."""
+        made: list[Iterator[bytes]] = []
+        resampler = PcmResampler(voice.sample_rate, rate)
+
+        def step(_: int, __: str) -> tuple[bytes, bool]:
+            if not made:
+                made.append(iter(self.engine.synthesize(voice, sentence, options)))
+            pcm = next(made[0], None)
+            if pcm is None:
+                return resampler.feed(b"", last=True) + tail, True
+            return resampler.feed(pcm), False
+
+        first, done = index, False
+        while not done:
+            pcm, done = await self._run_piece(step, first, sentence)
+            first = 1  # a sentence under way waits for room in the pool, never refused
+            if pcm:
+                yield SentenceAudio(pcm, rate, sentence)
 
     async def _remote_piece(
         self,
@@ -236,9 +261,7 @@ class TtsService:
 
         return work
 
-    async def _run_piece(
-        self, work: Callable[[int, str], SentenceAudio], index: int, sentence: str
-    ) -> SentenceAudio:
+    async def _run_piece(self, work: Callable[[int, str], _T], index: int, sentence: str) -> _T:
         """One sentence in the pool. A full queue refuses a new request (Busy), but a
         request already speaking waits for room, up to ``stall_timeout_s``."""
         deadline = asyncio.get_running_loop().time() + self.stall_timeout_s

@@ -75,5 +75,7 @@ def test_a_voice_keeps_no_arena_and_no_plan_per_sentence_length():
     from daemon.engines.tts.voices import VoiceStore
 
     voice = VoiceStore(Path("/nonexistent")).get("en_US-joe-medium")
-    options = PiperTts()._read(voice).session.get_session_options()
-    assert options.enable_cpu_mem_arena is False and options.enable_mem_pattern is False
+    loaded = PiperTts()._read(voice)
+    for session in loaded.sessions:  # the encoder and the decoder of a voice spoken as decoded
+        options = session.get_session_options()
+        assert options.enable_cpu_mem_arena is False and options.enable_mem_pattern is False
