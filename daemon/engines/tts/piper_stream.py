@@ -177,20 +177,24 @@ def load_streaming(
     from piper.config import PiperConfig
     from piper.voice import ESPEAK_DATA_DIR
 
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     try:
         graph = split_graph(model_path)
-    except Exception as exc:  # noqa: BLE001 - any graph we cannot cut is spoken whole
+        if graph is None:
+            return None
+        encoder = onnxruntime.InferenceSession(
+            graph.encoder, sess_options=options, providers=providers
+        )
+        decoder = onnxruntime.InferenceSession(
+            graph.decoder, sess_options=options, providers=providers
+        )
+        voice = PiperVoice(
+            config=PiperConfig.from_dict(config),
+            session=encoder,  # never run whole: the pieces are decoded here
+            espeak_data_dir=Path(ESPEAK_DATA_DIR),
+            download_dir=Path.cwd(),
+        )
+        return StreamingVoice(voice, encoder, decoder, graph)  # measures its gain: runs it
+    except Exception as exc:  # noqa: BLE001 - a graph that cannot be cut is spoken whole
         _LOGGER.info("Voice %s is spoken whole: its graph cannot be split (%s)", model_path, exc)
         return None
-    if graph is None:
-        return None
-    encoder = onnxruntime.InferenceSession(graph.encoder, sess_options=options, providers=providers)
-    decoder = onnxruntime.InferenceSession(graph.decoder, sess_options=options, providers=providers)
-    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    voice = PiperVoice(
-        config=PiperConfig.from_dict(config),
-        session=encoder,  # never run whole: the pieces are decoded here
-        espeak_data_dir=Path(ESPEAK_DATA_DIR),
-        download_dir=Path.cwd(),
-    )
-    return StreamingVoice(voice, encoder, decoder, graph)
