@@ -78,7 +78,10 @@ def wait_for(driver: Any, script: str, timeout: float = 90) -> Any:
             return value
         time.sleep(0.2)
     logs = [entry["message"] for entry in driver.get_log("browser")][-20:]
-    raise AssertionError(f"timed out waiting for: {script}\nbrowser log: {logs}")
+    page = driver.execute_script("return document.body ? document.body.innerText : ''")
+    raise AssertionError(
+        f"timed out waiting for: {script}\nbrowser log: {logs}\npage: {str(page)[:800]!r}"
+    )
 
 
 FIREFOX_PREFS = {

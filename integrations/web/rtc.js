@@ -155,5 +155,7 @@ $("save-key").addEventListener("click", () => {
 if (!window.isSecureContext) {
   notice("Browsers allow the microphone only over HTTPS: open this page with https:// (port 19001 by default).");
 }
-if (params.get("autoconnect") === "1") connect();
 window.hearth = () => client; // for debugging from the console
+// Until here a click would do nothing: the button is on once its handler is.
+$("connect").disabled = false;
+if (params.get("autoconnect") === "1") connect();

@@ -242,6 +242,8 @@ def test_a_command_said_on_the_browser_page_is_carried_out(reading, fake_ha, spe
     driver = chrome(wav)
     try:
         driver.get(f"{reading.https_url}/rtc?mode=hands-free")
+        # The page's script is running once its Connect button is on.
+        wait_for(driver, "return !document.getElementById('connect').disabled")
         # Replies on ("Speak replies"), then connect: the page talks to the conversation.
         driver.execute_script(
             "document.getElementById('speak').checked = true;"
