@@ -74,7 +74,8 @@ def main(count: int | None, formats: list[str], write: bool, part: str = "choice
         )
         print(rows[-1], flush=True)
     lines = [
-        "## Decode window: cut to the utterance against Whisper's 30 s",
+        "## Decode window: cut to the utterance against Whisper's 30 s"
+        + ("" if part == "choice" else f", {part} part"),
         "",
         f"{datetime.date.today()}, {machine()}. `bench/asr_window.py`: {len(clips)} clips of the"
         f" held-out set's {part} part (`bench/heldout.py`), each decoded as a whole file by"

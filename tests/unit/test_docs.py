@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 ARCHITECTURE = DOCS / "architecture.md"
+RESULTS = ROOT / "bench" / "RESULTS.md"
 MAX_README_LINES = 200
 """The README keeps the pitch, the ways in, the two commands and the links; the rest
 lives in docs/."""
@@ -36,7 +37,7 @@ ROOM_ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|([^|]*)\|")
 
 def pages() -> list[Path]:
     """Every Markdown page whose links are checked."""
-    return [README, ROOT / "addon" / "DOCS.md", *sorted(DOCS.rglob("*.md"))]
+    return [README, ROOT / "addon" / "DOCS.md", RESULTS, *sorted(DOCS.rglob("*.md"))]
 
 
 def prose(path: Path) -> list[tuple[int, str]]:
