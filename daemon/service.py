@@ -49,9 +49,24 @@ from daemon.runtime.startup import in_daemon_thread, warm_up
 from daemon.voices.training import Training
 
 if TYPE_CHECKING:
-    from protocols.listener import Listener
+    from protocols.listener import Listener, ListenerKind
 
 _LOGGER = logging.getLogger(__name__)
+
+
+def listener_kinds() -> tuple[ListenerKind, ...]:
+    """Every way in, in the order they are made (HTTP carries WebRTC's signaling)."""
+    from protocols.http.server import KIND as HTTP
+    from protocols.webrtc.manager import KIND as WEBRTC
+    from protocols.wyoming.server import KIND as WYOMING
+
+    return (WEBRTC, HTTP, WYOMING)
+
+
+def restart_keys() -> tuple[str, ...]:
+    """The settings the listeners bind with: a reload keeps them until a restart."""
+    return tuple(key for kind in listener_kinds() for key in kind.restart)
+
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -202,24 +217,21 @@ class HearthService:
             self.mdns.start(self.config.mdns, ((a.type, a.port, a.properties) for a in announced))
 
     def _make_listeners(self) -> list[Listener]:
-        """HTTP/HTTPS (with the WebRTC signaling routes), Wyoming, WebRTC."""
-        from protocols.http.app import create_app
-        from protocols.http.server import HttpListener
-        from protocols.webrtc.manager import RtcManager
-        from protocols.wyoming.server import WyomingServer
+        """Every kind of :data:`LISTENERS`, in order (a kind may use those before it)."""
+        from protocols.listener import Wiring
 
-        config = self.config
-        # WebRTC sessions belong to the service: counted in /metrics, closed on stop.
-        rtc = RtcManager(config.webrtc, self.current_hearth)
-        http = HttpListener(
-            create_app(self, rtc), config, self.inflight, on_failure=self._begin_stop
+        wiring = Wiring(
+            config=self.config,
+            hearth=self.current_hearth,
+            service=self,
+            inflight=self.inflight,
+            on_failure=self._begin_stop,
+            observe=lambda protocol, code: self.metrics.request(protocol, outcome_of_code(code)),
         )
-        wyoming = WyomingServer.from_config(
-            config,
-            self.current_hearth,
-            observer=lambda code: self.metrics.request("wyoming", outcome_of_code(code)),
-        )
-        return [http, wyoming, rtc]
+        made: dict[str, Listener] = {}
+        for kind in listener_kinds():
+            made[kind.name] = kind.make(wiring, made)
+        return list(made.values())
 
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; returns the process exit code."""
@@ -304,7 +316,7 @@ class HearthService:
             return applied
 
     async def _reload(self) -> bool:
-        plan = await read_plan(self.config)
+        plan = await read_plan(self.config, restart_keys())
         if plan is None or not plan.changed:
             return plan is not None
         engines = None

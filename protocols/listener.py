@@ -4,15 +4,23 @@ The service holds a list of listeners and drives them through this interface onl
 it starts them in order, reconfigures them on reload, drains them on stop, and reads
 their session counts for metrics. Nothing else of a protocol is the service's
 business.
+
+Each way in is one :class:`ListenerKind`, declared beside its listener: how it is made
+from the service's :class:`Wiring`, and which of its settings it binds with (a reload
+keeps those until the next start) or applies on reload. The service lists the kinds
+(``daemon/service.py``, ``LISTENERS``); ``tests/unit/protocols/test_listener_kinds.py``
+checks that every setting of a kind's sections is one or the other, so a new setting
+cannot be taken as live when nothing applies it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from daemon.config import Config
+from daemon.ops.inflight import InFlight
 
 if TYPE_CHECKING:
     from daemon.runtime.facade import Hearth
@@ -74,3 +82,37 @@ class Listener(Protocol):
     def describe(self) -> str:
         """Where it listens, for the systemd status line ("" to leave it out)."""
         ...
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the service hands a listener to be made from."""
+
+    config: Config
+    hearth: Callable[[], Hearth]
+    """The engines in use now, as a facade (ModelUnavailable while loading)."""
+    service: Any
+    """The service itself, for the HTTP app's routes (status, reload, voices...)."""
+    inflight: InFlight
+    on_failure: Callable[[], None]
+    """Called when a listener ends without being asked to (the daemon then stops)."""
+    observe: Callable[[str, str], None]
+    """Counts a request's outcome for ``/metrics``: (protocol, error code or "")."""
+
+
+@dataclass(frozen=True)
+class ListenerKind:
+    """One way in: how it is made, and how a reload treats its settings."""
+
+    name: str
+    make: Callable[[Wiring, Mapping[str, Listener]], Listener]
+    """Makes the listener from the wiring and the listeners made before it."""
+    restart: tuple[str, ...]
+    """Settings (dotted keys or sections) it binds with: a change waits for a restart."""
+    live: tuple[str, ...] = ()
+    """Settings of its sections it applies on reload (in ``reconfigure`` or per request)."""
+
+    @property
+    def sections(self) -> frozenset[str]:
+        """The top-level config sections this listener owns."""
+        return frozenset(key.split(".")[0] for key in self.restart + self.live)

@@ -9,8 +9,9 @@ key. Three kinds of change:
 * **engines**: models, the voice folder, VAD, queues, session limits: a new
   :class:`~daemon.runtime.engines.Engines` is built beside the running one, taking over
   every model whose settings did not change, and swapped in when warm;
-* **restart**: listener addresses and ports, TLS, WebRTC, /metrics on or off:
-  kept as they are, with a warning, until the next restart.
+* **restart**: listener addresses and ports, TLS, WebRTC, /metrics on or off (each
+  listener's kind says which: ``protocols.listener.ListenerKind``): kept as they are,
+  with a warning, until the next restart.
 
 Retiring the old engines: requests hold the objects they started with (a
 speech session holds its model and pools), so a model that is not carried over
@@ -42,8 +43,6 @@ from daemon.runtime.startup import in_daemon_thread, warm_up
 
 _LOGGER = logging.getLogger(__name__)
 
-RESTART_KEYS = ("http.host", "http.port", "https", "webrtc", "wyoming.uri", "metrics")
-"""Keys (and sections) that only take effect when the daemon restarts."""
 ENGINE_SECTIONS = ("state_dir", "models_dir", "asr", "vad", "tts", "llm", "voices.dir", "limits")
 """Sections (and keys) the engines are built from."""
 ENGINE_FREE = (
@@ -104,20 +103,23 @@ def _with(config: Any, path: list[str], value: Any) -> Any:
     return dataclasses.replace(config, **{path[0]: _with(head, path[1:], value)})
 
 
-def plan_reload(old: Config, new: Config) -> ReloadPlan:
-    """Sort each changed key into live, engines or restart (see the module docstring)."""
+def plan_reload(old: Config, new: Config, restart_keys: tuple[str, ...]) -> ReloadPlan:
+    """Sort each changed key into live, engines or restart (see the module docstring).
+
+    ``restart_keys``: the keys (and sections) that take effect only when the daemon
+    restarts, the listeners' own (``daemon.service.restart_keys``)."""
     live: list[str] = []
     engines: list[str] = []
     restart: list[str] = []
     effective = new
     for key in changed_keys(old, new):
-        if _under(key, RESTART_KEYS):
+        if _under(key, restart_keys):
             restart.append(key)
         elif _under(key, ENGINE_SECTIONS) and not _under(key, ENGINE_FREE):
             engines.append(key)
         else:
             live.append(key)
-    for root in RESTART_KEYS:
+    for root in restart_keys:
         if any(_under(key, (root,)) for key in restart):
             path = root.split(".")
             current: Any = old
@@ -170,9 +172,9 @@ def remote_engines(engines: Engines) -> list[object]:
     return [*getattr(engines, "asr", {}).values(), tts.engine if tts is not None else None]
 
 
-async def read_plan(current: Config) -> ReloadPlan | None:
-    """Re-read ``current``'s file and plan the reload; None when it is refused (the
-    reason is logged, and the daemon runs on)."""
+async def read_plan(current: Config, restart_keys: tuple[str, ...]) -> ReloadPlan | None:
+    """Re-read ``current``'s file and plan the reload (:func:`plan_reload`); None when it
+    is refused (the reason is logged, and the daemon runs on)."""
     source = current.source
     try:
         if source.startswith("<"):
@@ -185,7 +187,7 @@ async def read_plan(current: Config) -> ReloadPlan | None:
     except ConfigError as exc:
         _LOGGER.error("Reload refused: %s; still running on the previous config", exc)
         return None
-    plan = plan_reload(current, new)
+    plan = plan_reload(current, new, restart_keys)
     if not plan.changed:
         _LOGGER.info("Reload: %s is unchanged", source)
         return plan

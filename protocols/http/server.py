@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ import uvicorn
 from daemon import __version__
 from daemon.config import Config
 from daemon.ops.inflight import InFlight
-from protocols.listener import Announcement, Drained
+from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.patches.requestline import repair_request_line
 from protocols.patches.uvicorn import DaemonServer
 
@@ -167,3 +167,28 @@ class HttpListener:
     def describe(self) -> str:
         """For the status line."""
         return f"HTTP port {self.config.http.port}"
+
+
+def _make(wiring: Wiring, made: Mapping[str, Listener]) -> Listener:
+    """HTTP and HTTPS, with the WebRTC signaling routes of the manager made before."""
+    from protocols.http.app import create_app
+    from protocols.webrtc.manager import RtcManager
+
+    rtc = made["webrtc"]
+    assert isinstance(rtc, RtcManager)
+    app = create_app(wiring.service, rtc)
+    return HttpListener(app, wiring.config, wiring.inflight, on_failure=wiring.on_failure)
+
+
+KIND = ListenerKind(
+    "http",
+    _make,
+    restart=("http.host", "http.port", "https", "metrics"),
+    live=(
+        "http.cors_origins",  # read per request
+        "http.allowed_hosts",  # read per request
+        "http.header_timeout_s",  # set on the running servers by reconfigure
+        "http.body_idle_timeout_s",  # read per request
+        "http.max_connections",  # set on the running servers by reconfigure
+    ),
+)

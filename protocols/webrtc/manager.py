@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from aiortc import (
@@ -30,7 +30,7 @@ from aiortc import (
 from daemon.config import Config, WebRtcConfig
 from daemon.errors import Busy, InvalidRequest
 from daemon.runtime.facade import Hearth
-from protocols.listener import Announcement, Drained
+from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
 from protocols.webrtc.session import RtcSession
@@ -283,3 +283,12 @@ class RtcManager:
 def _session_busy(session: PeerSession) -> bool:
     """An utterance is being heard, or a reply is on its way (both hold engines)."""
     return session.busy
+
+
+def _make(wiring: Wiring, made: Mapping[str, Listener]) -> Listener:
+    """Sessions belong to the service: counted in /metrics, closed on stop."""
+    return RtcManager(wiring.config.webrtc, wiring.hearth)
+
+
+KIND = ListenerKind("webrtc", _make, restart=("webrtc",))
+"""Every WebRTC setting is read when the manager is made (ports, ICE, limits)."""

@@ -20,7 +20,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import SupportsIndex
 
@@ -29,7 +29,7 @@ from wyoming.event import async_write_event
 
 from daemon.config import Config, NetworkConfig
 from daemon.runtime.facade import Hearth
-from protocols.listener import Announcement, Drained
+from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.peers import RefusalLog, peer_allowed, refusal
 from protocols.wyoming.framing import MAX_HEADER_BYTES
 from protocols.wyoming.handler import Observer, WyomingConnection
@@ -272,3 +272,22 @@ class WyomingServer:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._server.wait_closed(), 2)
         self._server = None
+
+
+def _make(wiring: Wiring, made: Mapping[str, Listener]) -> Listener:
+    return WyomingServer.from_config(
+        wiring.config, wiring.hearth, observer=lambda code: wiring.observe("wyoming", code)
+    )
+
+
+KIND = ListenerKind(
+    "wyoming",
+    _make,
+    restart=("wyoming.uri",),
+    live=(
+        "wyoming.max_connections",  # set by reconfigure
+        "wyoming.max_event_bytes",  # set by reconfigure
+        "wyoming.idle_timeout_s",  # set by reconfigure
+        "wyoming.end_of_turn",  # read per request
+    ),
+)

@@ -13,7 +13,7 @@ import daemon.service as service_module
 from daemon.config import Config, parse_config
 from daemon.ops.notify import Notifier
 from daemon.runtime.reload import plan_reload
-from daemon.service import HearthService, ServiceState
+from daemon.service import HearthService, ServiceState, restart_keys
 from protocols.listener import Announcement, Drained, Listener
 
 TIMEOUT_S = 10
@@ -190,7 +190,7 @@ async def test_reload_reconfigures_every_listener_and_retires_only_when_all_drai
     newer = parse_config(
         base_yaml(Path(config.state_dir)) + "wyoming:\n  max_connections: 3\n", "test.yaml"
     )
-    service._apply(plan_reload(config, newer), new)  # type: ignore[arg-type]
+    service._apply(plan_reload(config, newer, restart_keys()), new)  # type: ignore[arg-type]
     async with asyncio.timeout(TIMEOUT_S):
         while not retiring:
             await asyncio.sleep(0.01)
@@ -208,7 +208,7 @@ def test_a_live_reload_tells_listeners_no_engines_changed(config: Config) -> Non
     service, listeners = make_service(config, [])
     service.engines = FakeEngines()  # type: ignore[assignment]
     newer = parse_config(base_yaml(Path(config.state_dir)) + "auth:\n  api_key: k\n", "test.yaml")
-    service._apply(plan_reload(config, newer), None)
+    service._apply(plan_reload(config, newer, restart_keys()), None)
     assert all(listener.reconfigured == [(service.config, None)] for listener in listeners)
 
 

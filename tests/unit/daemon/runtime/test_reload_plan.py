@@ -2,10 +2,11 @@
 
 from daemon.config import parse_config
 from daemon.runtime.reload import changed_keys, plan_reload
+from daemon.service import restart_keys
 
 
 def plan(old: str, new: str):
-    return plan_reload(parse_config(old, "old.yaml"), parse_config(new, "new.yaml"))
+    return plan_reload(parse_config(old, "old.yaml"), parse_config(new, "new.yaml"), restart_keys())
 
 
 def test_nothing_changed():
