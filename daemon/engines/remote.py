@@ -56,7 +56,7 @@ class AllEndpointsFailed(Exception):
 
 
 @dataclass
-class Endpoint:
+class RemoteEndpoint:
     """One base URL of a remote model, with its live state."""
 
     url: str
@@ -168,24 +168,24 @@ class EndpointSet:
     api_key: str = ""
     retry_s: float = 5.0
     """Seconds between health checks of an endpoint that failed."""
-    endpoints: list[Endpoint] = field(init=False)
+    endpoints: list[RemoteEndpoint] = field(init=False)
     fallbacks: collections.Counter[str] = field(init=False)
     """Requests served by the fallback, by reason."""
 
     def __post_init__(self) -> None:
         if not self.urls:
             raise ValueError("an endpoint set needs at least one URL")
-        self.endpoints = [Endpoint(url) for url in self.urls]
+        self.endpoints = [RemoteEndpoint(url) for url in self.urls]
         self.fallbacks = collections.Counter()
         self._lock = threading.Lock()
-        self._sticky: collections.OrderedDict[str, Endpoint] = collections.OrderedDict()
+        self._sticky: collections.OrderedDict[str, RemoteEndpoint] = collections.OrderedDict()
         self._closed = threading.Event()
         self.probe: Callable[[str], bool] = lambda url: probe(url, self.api_key)[0]
         """The health check (tests may replace it)."""
 
     # ------------------------------------------------------------- choosing
 
-    def acquire(self, key: str | None, tried: set[str], allow_down: bool) -> Endpoint | None:
+    def acquire(self, key: str | None, tried: set[str], allow_down: bool) -> RemoteEndpoint | None:
         """The endpoint for the next attempt (counted as in flight), or None.
 
         Args:
@@ -213,7 +213,7 @@ class EndpointSet:
             ep.requests += 1
             return ep
 
-    def release(self, ep: Endpoint, failure: RemoteFailure | None = None) -> None:
+    def release(self, ep: RemoteEndpoint, failure: RemoteFailure | None = None) -> None:
         """The attempt on ``ep`` ended; a failure that is the endpoint's takes it out."""
         with self._lock:
             ep.outstanding -= 1
@@ -240,12 +240,12 @@ class EndpointSet:
             target=self._check_until_up, args=(ep,), name=f"health {ep.url}", daemon=True
         ).start()
 
-    def _mark_up(self, ep: Endpoint) -> None:
+    def _mark_up(self, ep: RemoteEndpoint) -> None:
         ep.healthy = True
         ep.down_since = 0.0
         _LOGGER.info("Remote %s '%s' at %s is back", self.kind, self.model, ep.url)
 
-    def _check_until_up(self, ep: Endpoint) -> None:
+    def _check_until_up(self, ep: RemoteEndpoint) -> None:
         """Probe a failed endpoint every ``retry_s`` until it answers (or the set closes)."""
         while not self._closed.wait(self.retry_s):
             with self._lock:
@@ -261,7 +261,7 @@ class EndpointSet:
 
     def run(
         self,
-        call: Callable[[Endpoint, float], T],
+        call: Callable[[RemoteEndpoint, float], T],
         timeout_s: float,
         *,
         allow_down: bool,
@@ -324,7 +324,7 @@ class Attempts:
         self.details: list[str] = []
         self.timed_out = False
 
-    def next(self) -> Endpoint | None:
+    def next(self) -> RemoteEndpoint | None:
         """The next endpoint to try (acquired), or None: none left or no time left."""
         if time.monotonic() >= self.deadline:
             self.timed_out = True
@@ -334,7 +334,7 @@ class Attempts:
             self.tried.add(ep.url)
         return ep
 
-    def failed(self, ep: Endpoint, failure: RemoteFailure) -> None:
+    def failed(self, ep: RemoteEndpoint, failure: RemoteFailure) -> None:
         """Note that ``ep`` failed this request."""
         self.reason = failure.reason
         self.details.append(f"{ep.url} {failure.detail}")
@@ -351,11 +351,11 @@ class Attempts:
 
 async def stream_failover(
     endpoints: EndpointSet,
-    attempt: Callable[[Endpoint, float], AsyncIterator[T]],
+    attempt: Callable[[RemoteEndpoint, float], AsyncIterator[T]],
     timeout_s: float,
     *,
     allow_down: bool,
-    broke_off: Callable[[Endpoint, RemoteFailure], Exception],
+    broke_off: Callable[[RemoteEndpoint, RemoteFailure], Exception],
     key: str | None = None,
 ) -> AsyncGenerator[T, None]:
     """One endpoint's stream, the endpoints tried in turn until one streams to its end.

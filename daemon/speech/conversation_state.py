@@ -3,7 +3,7 @@
 A conversation hears (or waits for its wake word) and replies, and the two overlap:
 the person may speak while a reply plays (barge-in), and a push-to-talk reply
 plays after the button is up. So the state is two facts, what the conversation
-does with the microphone (:class:`Hearing`) and where its reply is
+does with the microphone (:class:`MicState`) and where its reply is
 (:class:`Replying`), and the phase a client sees is derived from them.
 
 :func:`decide` takes the state and one :data:`Signal` and gives the next state and
@@ -30,7 +30,7 @@ class Mode(enum.Enum):
     """Hands-free, but only what follows the wake word is heard."""
 
 
-class Hearing(enum.Enum):
+class MicState(enum.Enum):
     """What the conversation does with the microphone."""
 
     IDLE = "idle"
@@ -63,7 +63,7 @@ class State:
     """Everything the decisions depend on."""
 
     mode: Mode | None = None
-    hearing: Hearing = Hearing.IDLE
+    hearing: MicState = MicState.IDLE
     replying: Replying = Replying.NONE
     replies: bool = False
     """Whether utterances are answered (else transcripts only)."""
@@ -79,9 +79,9 @@ class State:
             return Phase.SPEAKING
         if self.replying is Replying.THINKING:
             return Phase.THINKING
-        if self.hearing is Hearing.WAITING:
+        if self.hearing is MicState.WAITING:
             return Phase.WAITING_FOR_WAKE
-        if self.hearing is Hearing.LISTENING:
+        if self.hearing is MicState.LISTENING:
             return Phase.LISTENING
         return Phase.IDLE
 
@@ -224,7 +224,7 @@ def decide(state: State, signal: Signal, playing: bool = False) -> Decision:
     cancel = (Action.CANCEL_REPLY,) if active else ()
     match signal:
         case Listen(mode=mode, replies=replies, require_known=require_known):
-            hearing = Hearing.WAITING if mode is Mode.WAKE else Hearing.LISTENING
+            hearing = MicState.WAITING if mode is Mode.WAKE else MicState.LISTENING
             new = replace(
                 state,
                 mode=mode,
@@ -236,23 +236,23 @@ def decide(state: State, signal: Signal, playing: bool = False) -> Decision:
             )
             return Decision(new, (*cancel, Action.OPEN_SESSION))
         case Stop():
-            if state.mode is not Mode.PUSH_TO_TALK or state.hearing is not Hearing.LISTENING:
+            if state.mode is not Mode.PUSH_TO_TALK or state.hearing is not MicState.LISTENING:
                 raise InvalidRequest("'stop' without a 'start'")
-            return Decision(replace(state, hearing=Hearing.IDLE), (Action.FINISH_UTTERANCE,))
+            return Decision(replace(state, hearing=MicState.IDLE), (Action.FINISH_UTTERANCE,))
         case Mute():
             return Decision(
-                replace(state, mode=None, hearing=Hearing.IDLE, renew_pending=False),
+                replace(state, mode=None, hearing=MicState.IDLE, renew_pending=False),
                 (Action.CLOSE_SESSION,),
             )
         case VoiceOn():
             return Decision(replace(state, replying=Replying.NONE), cancel)
         case WakeHeard():
-            if state.hearing is Hearing.WAITING:
-                return Decision(replace(state, hearing=Hearing.LISTENING))
+            if state.hearing is MicState.WAITING:
+                return Decision(replace(state, hearing=MicState.LISTENING))
             return Decision(state)
         case WakeAgain():
-            if state.mode is Mode.WAKE and state.hearing is not Hearing.IDLE:
-                return Decision(replace(state, hearing=Hearing.WAITING))
+            if state.mode is Mode.WAKE and state.hearing is not MicState.IDLE:
+                return Decision(replace(state, hearing=MicState.WAITING))
             return Decision(state)
         case Heard(text=text, known_speaker=known):
             if not text.strip():

@@ -32,7 +32,7 @@ MAX_PENDING_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Heard:
+class WakeBatch:
     """One classified batch."""
 
     hits: list[WakeHit]
@@ -80,7 +80,7 @@ class WakeListener:
         self._converter = PcmConverter(fmt)
         self._pending.clear()
 
-    async def feed(self, pcm: bytes) -> Heard | None:
+    async def feed(self, pcm: bytes) -> WakeBatch | None:
         """Add PCM in the declared format; a classified batch once enough has come."""
         fmt = self._fmt
         if fmt is None:
@@ -92,7 +92,7 @@ class WakeListener:
             return None
         return await self.flush()
 
-    async def flush(self) -> Heard | None:
+    async def flush(self) -> WakeBatch | None:
         """Classify whatever is pending (None when nothing is)."""
         fmt = self._fmt
         if fmt is None or not self._pending:
@@ -102,7 +102,7 @@ class WakeListener:
         del self._pending[:whole]
         return await self._pool.run(self._classify, data, self.detecting)
 
-    def _classify(self, data: bytes, detecting: bool) -> Heard:
+    def _classify(self, data: bytes, detecting: bool) -> WakeBatch:
         """Convert, then run the wake models (in a worker, one call at a time)."""
         assert self._converter is not None
         audio = self._converter.convert(data)
@@ -110,8 +110,8 @@ class WakeListener:
         self.samples += len(audio)
         if not detecting:
             self.stream.samples += len(audio)
-            return Heard([], audio, start)
-        return Heard(self.stream.process(audio), audio, start)
+            return WakeBatch([], audio, start)
+        return WakeBatch(self.stream.process(audio), audio, start)
 
     async def reset(self) -> None:
         """Forget what the models heard (a new detection run)."""

@@ -100,7 +100,7 @@ async def _transcript_events(items: AsyncIterator[Segment | Transcript]) -> Asyn
         yield formats.sse({"type": "error", "error": {"code": exc.code, "message": exc.message}})
 
 
-class SpeechRequest(BaseModel):
+class SpeechBody(BaseModel):
     """``POST /v1/audio/speech`` body."""
 
     model_config = ConfigDict(extra="ignore")
@@ -121,7 +121,7 @@ class SpeechRequest(BaseModel):
     responses=audio_responses("The spoken input, in the asked format"),
 )
 async def speech(
-    body: SpeechRequest, request: Request, hearth: Hearth = Depends(ready_hearth)
+    body: SpeechBody, request: Request, hearth: Hearth = Depends(ready_hearth)
 ) -> StreamingResponse:
     """Audio of ``input`` (wav, flac, mp3, opus, aac, pcm) at 24 kHz, streamed as each
     sentence is spoken. OpenAI voice names mean the default voice."""

@@ -22,7 +22,7 @@ from wyoming.wake import Detect, Detection, NotDetected
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import InvalidAudio, InvalidRequest
 from daemon.runtime.facade import Hearth
-from daemon.speech.wake_gate import Heard, WakeListener
+from daemon.speech.wake_gate import WakeBatch, WakeListener
 
 _LOGGER = logging.getLogger(__name__)
 MAX_NAMES = 16
@@ -117,7 +117,7 @@ class WyomingWake:
         finally:
             await self.close()
 
-    async def _report(self, heard: Heard | None) -> None:
+    async def _report(self, heard: WakeBatch | None) -> None:
         if heard is None:
             return
         for hit in heard.hits:

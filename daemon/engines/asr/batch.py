@@ -53,27 +53,29 @@ class Pending(Generic[Q]):
 
 
 @dataclass(frozen=True)
-class Decision(Generic[Q]):
+class BatchPlan(Generic[Q]):
     """What :func:`take` decided: a batch to run now, or seconds to wait."""
 
     batch: list[Pending[Q]] = field(default_factory=list)
     wait_s: float = 0.0
 
 
-def take(pending: Sequence[Pending[Q]], now: float, window_s: float, max_batch: int) -> Decision[Q]:
+def take(
+    pending: Sequence[Pending[Q]], now: float, window_s: float, max_batch: int
+) -> BatchPlan[Q]:
     """The batch to run now (the oldest request and those sharing its key), or how long to wait.
 
     A batch goes when it is full or when its oldest request has waited
     ``window_s``; so no request waits for others longer than the window.
     """
     if not pending:
-        return Decision()
+        return BatchPlan()
     head = pending[0]
     group = [p for p in pending if p.key == head.key][:max_batch]
     waited = now - head.arrived
     if len(group) >= max_batch or waited >= window_s:
-        return Decision(batch=group)
-    return Decision(wait_s=window_s - waited)
+        return BatchPlan(batch=group)
+    return BatchPlan(wait_s=window_s - waited)
 
 
 class Batcher(Generic[Q, R]):

@@ -24,8 +24,8 @@ from daemon.engines.asr.base import AsrModel, Segment, TranscribeOptions, Transc
 from daemon.engines.asr.whisper import MULTILINGUAL
 from daemon.engines.remote import (
     AllEndpointsFailed,
-    Endpoint,
     EndpointSet,
+    RemoteEndpoint,
     RemoteFailure,
     classify,
     read_capped,
@@ -99,7 +99,7 @@ class RemoteAsr(AsrModel):
         return "/audio/translations" if options.task == "translate" else "/audio/transcriptions"
 
     def _post(
-        self, ep: Endpoint, left: float, audio: bytes, options: TranscribeOptions
+        self, ep: RemoteEndpoint, left: float, audio: bytes, options: TranscribeOptions
     ) -> Transcript:
         deadline = time.monotonic() + left
         try:
@@ -185,7 +185,7 @@ class RemoteAsr(AsrModel):
         yield from events
 
     def _open_stream(
-        self, ep: Endpoint, left: float, wav: bytes, options: TranscribeOptions
+        self, ep: RemoteEndpoint, left: float, wav: bytes, options: TranscribeOptions
     ) -> Iterator[Segment | Transcript]:
         """Send a streamed request; return its items once the first has arrived."""
         deadline = time.monotonic() + left

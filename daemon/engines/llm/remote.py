@@ -29,8 +29,8 @@ from daemon.engines.llm.base import (
 )
 from daemon.engines.remote import (
     AllEndpointsFailed,
-    Endpoint,
     EndpointSet,
+    RemoteEndpoint,
     RemoteFailure,
     classify,
     status_failure,
@@ -150,7 +150,7 @@ class RemoteLlm(LlmEngine):
     ) -> AsyncGenerator[ReplyPiece, None]:
         """The reply from the healthy endpoints in turn, then ``fallback(model)``'s."""
 
-        def broke_off(ep: Endpoint, failure: RemoteFailure) -> Exception:
+        def broke_off(ep: RemoteEndpoint, failure: RemoteFailure) -> Exception:
             return LlmUnavailable(f"remote LLM at {ep.url} broke off its reply: {failure.detail}")
 
         replies = stream_failover(
@@ -178,7 +178,7 @@ class RemoteLlm(LlmEngine):
             yield piece
 
     async def _stream(
-        self, ep: Endpoint, body: dict[str, object], deadline: float
+        self, ep: RemoteEndpoint, body: dict[str, object], deadline: float
     ) -> AsyncIterator[ReplyPiece]:
         """The reply's pieces from one endpoint; RemoteFailure when it fails."""
         left = max(0.1, deadline - time.monotonic())

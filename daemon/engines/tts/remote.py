@@ -29,8 +29,8 @@ from daemon.audio.pcm import PcmResampler, float_to_pcm
 from daemon.config import RemoteTtsConfig
 from daemon.engines.remote import (
     AllEndpointsFailed,
-    Endpoint,
     EndpointSet,
+    RemoteEndpoint,
     RemoteFailure,
     classify,
     status_failure,
@@ -229,7 +229,7 @@ class RemoteTts:
         gain = options.volume * voice.volume
         fmt, rate = self.config.response_format, voice.sample_rate
 
-        def broke_off(ep: Endpoint, failure: RemoteFailure) -> Exception:
+        def broke_off(ep: RemoteEndpoint, failure: RemoteFailure) -> Exception:
             return RemoteUnavailable(
                 f"remote voice '{voice.name}' at {ep.url} broke off its audio: {failure.detail}"
             )
@@ -264,7 +264,7 @@ class RemoteTts:
         raise SpeakLocally(self.fallback, reason, detail)
 
     async def _attempt(
-        self, ep: Endpoint, body: dict[str, object], audio: _Audio, deadline: float
+        self, ep: RemoteEndpoint, body: dict[str, object], audio: _Audio, deadline: float
     ) -> AsyncGenerator[bytes, None]:
         """One endpoint's audio; RemoteFailure when it fails, times out or sends garbage.
 

@@ -10,8 +10,8 @@ import pytest
 from daemon.config import ConfigError, parse_config
 from daemon.engines.remote import (
     AllEndpointsFailed,
-    Endpoint,
     EndpointSet,
+    RemoteEndpoint,
     RemoteFailure,
     base_urls,
     status_failure,
@@ -78,7 +78,7 @@ def test_run_fails_over_then_reports_every_failure():
     s = endpoints(A, B)
     seen: list[str] = []
 
-    def call(ep: Endpoint, left: float) -> str:
+    def call(ep: RemoteEndpoint, left: float) -> str:
         seen.append(ep.url)
         if ep.url == A:
             raise RemoteFailure("status", "answered 500")
@@ -87,7 +87,7 @@ def test_run_fails_over_then_reports_every_failure():
     assert s.run(call, 5, allow_down=False) == "ok"
     assert seen[-1] == B
 
-    def broken(ep: Endpoint, left: float) -> str:
+    def broken(ep: RemoteEndpoint, left: float) -> str:
         raise RemoteFailure("garbage", "not JSON")
 
     with pytest.raises(AllEndpointsFailed) as info:

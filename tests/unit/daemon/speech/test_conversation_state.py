@@ -6,7 +6,7 @@ import pytest
 
 from daemon.errors import InvalidRequest
 from daemon.speech import conversation_state as cs
-from daemon.speech.conversation_state import Action, Hearing, Mode, Phase, Replying, State
+from daemon.speech.conversation_state import Action, MicState, Mode, Phase, Replying, State
 
 
 def run(state: State, *signals: cs.Signal, playing: bool = False) -> tuple[State, list[Action]]:
@@ -110,7 +110,7 @@ def test_a_new_listen_stops_the_reply_and_reopens() -> None:
 def test_stop_finishes_push_to_talk_only() -> None:
     state, _ = run(State(), cs.Listen(Mode.PUSH_TO_TALK, replies=True))
     state, actions = run(state, cs.Stop())
-    assert actions == [Action.FINISH_UTTERANCE] and state.hearing is Hearing.IDLE
+    assert actions == [Action.FINISH_UTTERANCE] and state.hearing is MicState.IDLE
     with pytest.raises(InvalidRequest, match="stop"):
         run(state, cs.Stop())
     hands_free, _ = run(State(), cs.Listen(Mode.HANDS_FREE, replies=True))
@@ -127,7 +127,7 @@ def test_mute_closes_hearing_and_lets_the_reply_play_on() -> None:
     )
     state, actions = run(state, cs.Mute())
     assert actions == [Action.CLOSE_SESSION]
-    assert state.phase is Phase.SPEAKING and state.hearing is Hearing.IDLE
+    assert state.phase is Phase.SPEAKING and state.hearing is MicState.IDLE
 
 
 @pytest.mark.parametrize("mode", [Mode.HANDS_FREE, Mode.WAKE])
