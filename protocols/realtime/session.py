@@ -87,7 +87,7 @@ class RealtimeSession(SessionState):
     async def run(self) -> None:
         """Serve the client until it goes (or the session is closed)."""
         self._tasks.spawn(self._write(), "write")
-        self._tasks.spawn(self._translate(), "events")
+        self._tasks.spawn(self._forward_conversation_events(), "events")
         self._tasks.spawn(self._hear(), "hear")
         self.playback.start(self.send)
         await self.send(event("session.created", session=self._rendered()))
@@ -128,7 +128,7 @@ class RealtimeSession(SessionState):
                 self._out.close()
                 return
 
-    async def _translate(self) -> None:
+    async def _forward_conversation_events(self) -> None:
         async for item in self.conversation.events():
             try:
                 await self.book.on_event(item)

@@ -57,7 +57,7 @@ class RtcSession:
         self._rate = RATE
         self._closed = False
         self._tasks.spawn(self._process_messages(), "messages")
-        self._tasks.spawn(self._translate(), "events")
+        self._tasks.spawn(self._forward_conversation_events(), "events")
 
     # ------------------------------------------------------------------ plumbing
 
@@ -131,15 +131,15 @@ class RtcSession:
 
     # ------------------------------------------------------------------ events out
 
-    async def _translate(self) -> None:
+    async def _forward_conversation_events(self) -> None:
         """The conversation's events, as data-channel messages and reply audio."""
         async for event in self.conversation.events():
             try:
-                self._translate_one(event)
+                self._send_as_messages(event)
             except Exception:  # noqa: BLE001 - one bad event must not silence the rest
                 _LOGGER.exception("[%s] event translation failed", self.id)
 
-    def _translate_one(self, event: ConversationEvent) -> None:
+    def _send_as_messages(self, event: ConversationEvent) -> None:
         send, message = self.send, messages.message
         if isinstance(event, ev.VoiceStarted | ev.VoiceStopped):
             send(message("vad", {"speech": isinstance(event, ev.VoiceStarted)}))

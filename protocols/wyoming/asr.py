@@ -100,7 +100,7 @@ class AsrRequest:
         )
         profile = Profile.SERVER_ENDED if ends_turns(hearth) else Profile.CLIENT_ENDED
         speech = await hearth.open_request(
-            _fixed(hearth),  # one request, one set of engines, even across a reload
+            _held(hearth),  # one request, one set of engines, even across a reload
             profile,
             model=request.name,
             transcribe=transcribe,
@@ -205,5 +205,6 @@ class AsrRequest:
             self.conn.writer.write_eof()
 
 
-def _fixed(hearth: Hearth) -> Callable[[], Hearth]:
+def _held(hearth: Hearth) -> Callable[[], Hearth]:
+    """The engines a request started with, held to its end (a reload swaps the service's)."""
     return lambda: hearth
