@@ -138,7 +138,8 @@ def test_a_sentence_written_after_the_end_of_speech_is_not_in_the_transcript(
     real = whisper._generate
 
     def inventing(*args, **kwargs):
-        return [(text + INVENTED, verdict) for text, verdict in real(*args, **kwargs)]
+        # The real decode's words, trusted whatever this CPU's scores say of them.
+        return [(text + INVENTED, Verdict.OK) for text, _ in real(*args, **kwargs)]
 
     monkeypatch.setattr(whisper, "_generate", inventing)
     plain = model.transcribe(audio, TranscribeOptions())
