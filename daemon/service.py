@@ -217,7 +217,8 @@ class HearthService:
             self.mdns.start(self.config.mdns, ((a.type, a.port, a.properties) for a in announced))
 
     def _make_listeners(self) -> list[Listener]:
-        """Every kind of :data:`LISTENERS`, in order (a kind may use those before it)."""
+        """One listener per kind of :func:`listener_kinds`, in order (a kind may use those
+        made before it)."""
         from protocols.listener import Wiring
 
         wiring = Wiring(

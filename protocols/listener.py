@@ -8,7 +8,7 @@ business.
 Each way in is one :class:`ListenerKind`, declared beside its listener: how it is made
 from the service's :class:`Wiring`, and which of its settings it binds with (a reload
 keeps those until the next start) or applies on reload. The service lists the kinds
-(``daemon/service.py``, ``LISTENERS``); ``tests/unit/protocols/test_listener_kinds.py``
+(``daemon.service.listener_kinds``); ``tests/unit/protocols/test_listener_kinds.py``
 checks that every setting of a kind's sections is one or the other, so a new setting
 cannot be taken as live when nothing applies it.
 """

@@ -95,6 +95,12 @@ class Decodes:
         end = min(self._intake.samples, int(ep.speech_end_s * RATE) + pad)
         return (start, end) if end > start else None
 
+    def _ending(self, rng: tuple[int, int], speech_end: int) -> TranscribeOptions:
+        """The session's options, saying where the speech ends in the decoded audio:
+        what Whisper writes into the silence after it is not taken as said (by the turn
+        decision, or in the transcript)."""
+        return replace(self.options.transcribe, speech_end_s=max(0, speech_end - rng[0]) / RATE)
+
     def decode(
         self, audio: np.ndarray, options: TranscribeOptions, *, final: bool = False
     ) -> asyncio.Task[Transcript]:
@@ -140,10 +146,7 @@ class Decodes:
             return  # only silence arrived since: the decode in flight still holds
         self.discard()
         _LOGGER.debug("Speculative decode of %.2f s", (rng[1] - rng[0]) / RATE)
-        # Where the speech ends: what Whisper writes into the silence after it is not
-        # taken as said (by the turn decision, or in the transcript).
-        options = replace(self.options.transcribe, speech_end_s=max(0, speech_end - rng[0]) / RATE)
-        task = self.decode(self._intake.audio(*rng), options, final=True)
+        task = self.decode(self._intake.audio(*rng), self._ending(rng, speech_end), final=True)
         spec = Speculation(rng[0], speech_end, task)
         self.spec = spec
         speech_ms = int((rng[1] - rng[0]) * 1000 / RATE)
@@ -248,10 +251,7 @@ class Decodes:
             task = spec.task
         else:
             self.discard()
-            options = replace(
-                self.options.transcribe, speech_end_s=max(0, speech_end - rng[0]) / RATE
-            )
-            task = self.decode(audio, options, final=True)
+            task = self.decode(audio, self._ending(rng, speech_end), final=True)
         if on_utterance is not None:
             on_utterance(audio)  # beside the decode (the speaker's embedding)
         result = await task
