@@ -13,13 +13,20 @@ make them) or one kind alone, so that a slope belongs to a kind:
   chat         /v1/chat/completions, short and new each time
   realtime     /v1/realtime: one spoken turn with a reply, a new session each time
 
+With ``--held-session`` one more client holds a single Realtime session for the whole
+soak, one spoken turn with a reply of at most 24 tokens after another (a browser page or a
+dashboard card that stays open for days): its turns are counted apart, with their latency
+at the start and the end of the soak. ``--samples FILE`` keeps every sample (JSON), for
+the minute-by-minute curve.
+
 Every few seconds it reads the daemon's resident set (its process tree) and, from
 ``/metrics``, the native heap. It reports the requests served and failed, the resident
 set idle, after warm-up (the first 30 % of the run) and at the end, and the slope over the
 last half as MB per 1000 requests (least squares), and each kind's median latency.
 
     .venv/bin/python bench/soak.py [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
-        [--clients 4] [--env NAME=VALUE] [--label TEXT] [--no-write]
+        [--clients 4] [--held-session] [--samples FILE] [--env NAME=VALUE]
+        [--label TEXT] [--no-write]
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import datetime
 import io
 import itertools
+import json
 import os
 import random
 import statistics
@@ -38,9 +47,10 @@ import tempfile
 import time
 import wave
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -65,6 +75,9 @@ SENTENCES = (
     "Is the front door locked?",
 )
 SAMPLE_S = 2.0
+HELD_MAX_TOKENS = 24
+"""The held session's replies are short, as a spoken command's answer is: the soak's two
+hours then hold about two thousand of its turns."""
 """How often the resident set is read."""
 RATE = 16000
 
@@ -87,6 +100,9 @@ class Load:
     failed: int = 0
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: list[str] = field(default_factory=list)
+    held_turns: list[float] = field(default_factory=list)
+    """Each turn of the held session: seconds from commit to ``response.done``."""
+    held_failed: int = 0
 
 
 def wav_bytes(pcm: bytes, rate: int = RATE) -> bytes:
@@ -192,23 +208,36 @@ class Clients:
         response.raise_for_status()
 
     async def realtime(self) -> None:
+        async with self.realtime_session() as conn:
+            await self.realtime_turn(conn)
+
+    @contextlib.asynccontextmanager
+    async def realtime_session(self, max_tokens: int | None = None) -> AsyncIterator[Any]:
+        """One Realtime session, turn detection off (the client commits each turn)."""
         import openai
 
         client = openai.AsyncOpenAI(base_url=f"{self.daemon.url}/v1", api_key="soak", max_retries=0)
-        pcm = resample_pcm(self.clip() + bytes(2 * RATE), RATE, 24000)
         async with client.realtime.connect(model="gpt-realtime") as conn:
-            await conn.session.update(
-                session={"type": "realtime", "audio": {"input": {"turn_detection": None}}}
-            )
-            for offset in range(0, len(pcm), 9600):
-                audio = base64.b64encode(pcm[offset : offset + 9600]).decode()
-                await conn.input_audio_buffer.append(audio=audio)
-            await conn.input_audio_buffer.commit()
-            await conn.response.create()
-            async with asyncio.timeout(120):
-                while (event := await conn.recv()).type != "response.done":
-                    if event.type == "error":
-                        raise RuntimeError(f"realtime: {event.error}")
+            session: dict[str, Any] = {
+                "type": "realtime", "audio": {"input": {"turn_detection": None}},
+            }  # fmt: skip
+            if max_tokens is not None:
+                session["max_output_tokens"] = max_tokens
+            await conn.session.update(session=session)
+            yield conn
+
+    async def realtime_turn(self, conn: Any) -> None:
+        """One spoken turn, sent at once, and the reply to its end."""
+        pcm = resample_pcm(self.clip() + bytes(2 * RATE), RATE, 24000)
+        for offset in range(0, len(pcm), 9600):
+            audio = base64.b64encode(pcm[offset : offset + 9600]).decode()
+            await conn.input_audio_buffer.append(audio=audio)
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        async with asyncio.timeout(120):
+            while (event := await conn.recv()).type != "response.done":
+                if event.type == "error":
+                    raise RuntimeError(f"realtime: {event.error}")
 
     def call(self, kind: str) -> Callable[[], Awaitable[None]]:
         return getattr(self, kind.replace("-", "_"))  # type: ignore[no-any-return]
@@ -246,7 +275,7 @@ def slope_per_1000(samples: list[Sample]) -> float:
 
 
 async def soak(
-    daemon: Daemon, kinds: tuple[str, ...], minutes: float, clients: int
+    daemon: Daemon, kinds: tuple[str, ...], minutes: float, clients: int, held: bool = False
 ) -> tuple[Load, list[Sample], float]:
     """Run the load; the load, the samples and the idle resident set before it."""
     assert daemon.proc is not None
@@ -277,6 +306,18 @@ async def soak(
                 load.failed += 1
                 load.errors.append(f"{kind}: {exc!r:.200}")
 
+    async def held_session() -> None:
+        while time.monotonic() < stop_at:  # a new session only when one fails
+            try:
+                async with speech.realtime_session(HELD_MAX_TOKENS) as conn:
+                    while time.monotonic() < stop_at:
+                        t0 = time.monotonic()
+                        await speech.realtime_turn(conn)
+                        load.held_turns.append(time.monotonic() - t0)
+            except Exception as exc:  # noqa: BLE001 - counted, and the soak goes on
+                load.held_failed += 1
+                load.errors.append(f"held session: {exc!r:.200}")
+
     async def sampler() -> None:
         while time.monotonic() < stop_at:
             samples.append(
@@ -291,11 +332,15 @@ async def soak(
             if last is not None:
                 print(
                     f"  {last.at_s / 60:4.1f} min: {last.requests} requests, "
-                    f"{load.failed} failed, RSS {last.rss_mb:.0f} MB",
+                    f"{load.failed} failed, RSS {last.rss_mb:.0f} MB, "
+                    f"held session {len(load.held_turns)} turns",
                     flush=True,
                 )
 
-    await asyncio.gather(sampler(), progress(), *(client(n) for n in range(clients)))
+    jobs = [sampler(), progress(), *(client(n) for n in range(clients))]
+    if held:
+        jobs.append(held_session())
+    await asyncio.gather(*jobs)
     samples.append(Sample(time.monotonic() - began, load.done, rss_mb(pid), await heap_mb(http)))
     await http.aclose()
     await speech.http.aclose()
@@ -328,6 +373,36 @@ class Row:
             f"{slope_per_1000(half):.1f} | {heap:.0f} | {latency} |"
         )
 
+    def curve(self) -> list[str]:
+        """Resident memory at each tenth of the run, and the held session's turns."""
+        lines = ["", "| at | " + " | ".join(f"{k * 10} %" for k in range(1, 11)) + " |"]
+        lines.append("| --- |" + " --- |" * 10)
+        points = [self.at(k / 10) for k in range(1, 11)]
+        lines.append("| minute | " + " | ".join(f"{p.at_s / 60:.0f}" for p in points) + " |")
+        lines.append("| requests | " + " | ".join(str(p.requests) for p in points) + " |")
+        lines.append("| RSS (MB) | " + " | ".join(f"{p.rss_mb:.0f}" for p in points) + " |")
+        turns = self.load.held_turns
+        if turns:
+            tenth = max(1, len(turns) // 10)
+            lines += [
+                "",
+                f"Held Realtime session: {len(turns)} turns on one connection, "
+                f"{self.load.held_failed} failed; commit -> `response.done` median "
+                f"{statistics.median(turns[:tenth]) * 1000:.0f} ms over its first tenth, "
+                f"{statistics.median(turns[-tenth:]) * 1000:.0f} ms over its last.",
+            ]
+        return lines
+
+
+def row_json(row: Row) -> dict[str, Any]:
+    """A soak's samples and held-session turns, for a curve drawn later."""
+    return {
+        "label": row.label,
+        "samples": [[s.at_s, s.requests, s.rss_mb, s.heap_mb] for s in row.samples],
+        "held_turns_s": row.load.held_turns,
+        "held_failed": row.load.held_failed,
+    }
+
 
 HEADER = (
     "| soak | requests | failures | RSS idle (MB) | RSS after 30 % (MB) | RSS at the end (MB) "
@@ -337,12 +412,17 @@ HEADER = (
 
 
 def run_one(
-    kinds: tuple[str, ...], minutes: float, clients: int, env: dict[str, str], label: str
+    kinds: tuple[str, ...],
+    minutes: float,
+    clients: int,
+    env: dict[str, str],
+    label: str,
+    held: bool = False,
 ) -> Row:
     with tempfile.TemporaryDirectory() as tmp:
         extra = "limits:\n  max_queue: 256\n"
         with Daemon(Path(tmp), extra, env=env) as daemon:
-            load, samples, idle = asyncio.run(soak(daemon, kinds, minutes, clients))
+            load, samples, idle = asyncio.run(soak(daemon, kinds, minutes, clients, held))
     row = Row(label, load, samples, idle)
     print(HEADER.splitlines()[0])
     print(row.cells(), flush=True)
@@ -356,6 +436,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--kinds", default="mixed", help="mixed, each, or KIND[,KIND]")
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--held-session", action="store_true", help="one Realtime session more")
+    parser.add_argument("--samples", type=Path, default=None, help="every sample, as JSON")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--label", default="")
     parser.add_argument("--section", default="soak")
@@ -373,9 +455,14 @@ def main() -> None:
             raise SystemExit(f"unknown kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
         plans = [(chosen, "+".join(chosen))]
     rows = [
-        run_one(kinds, args.minutes, args.clients, env, f"{label} {args.label}".strip())
+        run_one(
+            kinds, args.minutes, args.clients, env, f"{label} {args.label}".strip(),
+            args.held_session,
+        )
         for kinds, label in plans
-    ]
+    ]  # fmt: skip
+    if args.samples is not None:
+        args.samples.write_text(json.dumps([row_json(row) for row in rows], indent=1))
     table = "\n".join(
         [
             f"## Soak: memory against requests served (`bench/soak.py`, {args.kinds})",
@@ -385,6 +472,7 @@ def main() -> None:
             "",
             HEADER,
             *(row.cells() for row in rows),
+            *(line for row in rows for line in row.curve()),
         ]
     )
     print(table)
