@@ -22,6 +22,8 @@ from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
 from protocols.webrtc.tracks import ReplyTrack, frame_pcm
 
+AUDIBLE = 32
+"""A sample above this (about -60 dBFS) makes a frame sound, not a silent one."""
 LOOPBACK = ice.IcePolicy(20000, 20999, ("127.0.0.1",))
 
 
@@ -42,6 +44,9 @@ class RtcClient:
         where a message falls in the reply, whatever the machine's speed."""
         self.reply_pcm = bytearray()
         self.reply_rate = 48000
+        self.reply_frames_at: list[float] = []
+        """When each reply frame that carries sound came (``time.monotonic()``): the benches'
+        first reply audio (a track's silent frames are not counted)."""
         self.session = ""
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -93,6 +98,8 @@ class RtcClient:
             samples = np.frombuffer(pcm, dtype=np.int16).reshape(-1, fmt.channels)[:, 0]
             self.reply_rate = fmt.rate
             self.reply_pcm += samples.tobytes()
+            if samples.size and int(np.abs(samples.astype(np.int32)).max()) > AUDIBLE:
+                self.reply_frames_at.append(time.monotonic())
 
     def send(self, kind: str, **obj: Any) -> None:
         message: dict[str, Any] = {"type": kind}

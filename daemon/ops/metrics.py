@@ -28,8 +28,9 @@ from daemon.errors import status_of
 from daemon.ops import memory
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-OBSERVED_ENGINES = ("asr", "tts", "llm")
-"""Worker pools whose calls feed the latency histogram (VAD calls are per chunk, tiny)."""
+OBSERVED_ENGINES = ("asr", "turn", "tts", "llm")
+"""Worker pools whose calls feed the latency histogram: the decode, the turn model's
+check, the voice and the local LLM (VAD calls are per chunk, tiny)."""
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Seconds: from a fast GPU decode to a long file or reply on a small CPU."""
 
@@ -130,7 +131,7 @@ class Metrics:
         self.latency.labels(engine).observe(seconds)
 
     def watch(self, pools: Iterable[ObservedPool]) -> None:
-        """Time every ASR, TTS and LLM call of these worker pools."""
+        """Time every ASR, turn-check, TTS and LLM call of these worker pools."""
         for pool in pools:
             if pool.name in OBSERVED_ENGINES:
                 pool.observer = self.observe_engine
