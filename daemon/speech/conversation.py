@@ -67,9 +67,13 @@ class Conversation:
         conversation_id: str,
         services: Callable[[], Services],
         playback: Playback | None = None,
+        moved: Callable[[], bool] | None = None,
     ) -> None:
         self.id = conversation_id
         self._services = services
+        self._moved = moved
+        """Whether the engines or settings in force changed since it was last asked
+        (None: the owner calls :meth:`reloaded` itself)."""
         self.state = cs.State()
         self.hearing: Hearing | None = None
         self._speech: SpeechSession | None = None
@@ -116,6 +120,7 @@ class Conversation:
 
     async def listen(self, hearing: Hearing) -> None:
         """Hear in a new mode; what was heard before (and a reply) stops."""
+        self._follow()
         session = await open_session(hearing)  # fails (unknown model) before anything stops
         self._generation += 1
         self.hearing = hearing
@@ -168,12 +173,18 @@ class Conversation:
         """The engines were reloaded: renew the speech session at the next boundary."""
         self.state = cs.decide(self.state, cs.Reloaded()).state
 
+    def _follow(self) -> None:
+        """Take a reload seen since the last listen or frame as :meth:`reloaded` does."""
+        if self._moved is not None and self._moved():
+            self.reloaded()
+
     async def feed(self, fmt: AudioFormat, pcm: bytes) -> list[WakeNote]:
         """Microphone audio; dropped while nothing listens. Returns the wake notes.
 
         On a failure the conversation stops hearing (it is muted) and the error is
         raised for the client.
         """
+        self._follow()
         speech = self._speech
         if speech is None:
             return []
