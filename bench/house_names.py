@@ -190,7 +190,7 @@ def household(fake_url: str) -> tuple[Any, list[str]]:
     from daemon.house.prompt import PromptBudget
     from daemon.house.source import HomeAssistantSource
     from daemon.house.store import NameStore
-    from daemon.runtime.speech_door import HouseHints
+    from daemon.runtime.sessions import HouseHints
     from tests.fake_ha import TOKEN
 
     asr = WhisperAsr("tiny.en", resolve_whisper("tiny.en", Path(tempfile.gettempdir()), False))

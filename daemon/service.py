@@ -40,11 +40,12 @@ from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
 from daemon.ops.presence import MdnsPresence
+from daemon.runtime.context import Core
 from daemon.runtime.engines import Engines
-from daemon.runtime.facade import Hearth
 from daemon.runtime.loading import load_engines
 from daemon.runtime.reload import ReloadPlan, load_beside, read_plan, remote_engines, retire
 from daemon.runtime.remote import close_remotes
+from daemon.runtime.services import Services
 from daemon.runtime.startup import in_daemon_thread, warm_up
 from daemon.voices.training import Training
 
@@ -95,8 +96,10 @@ class HearthService:
         self.engines: Engines | None = None
         self.downloads = Downloads()
         """Models and voices fetched by name: shown in /healthz from the start."""
-        self._hearth: Hearth | None = None
-        """The facade over ``engines`` (made again when they are swapped)."""
+        self._core: Core | None = None
+        """The core over ``engines`` (made again when they or the config are swapped)."""
+        self.services = Services(self.current_core)
+        """The core's services, as the protocol adapters see it (valid across reloads)."""
         self.training = Training(config)
         self.house = House(config.homeassistant)
         """The household's names (Home Assistant), read in the background when configured."""
@@ -184,25 +187,30 @@ class HearthService:
         self.notifier.ready(self._status_line())
 
     @property
-    def hearth(self) -> Hearth | None:
-        """The engines in use now, as the protocol adapters see them (None: loading)."""
+    def loaded(self) -> bool:
+        """Whether the engines are loaded (the services answer; else ModelUnavailable)."""
+        return self.engines is not None
+
+    @property
+    def core(self) -> Core | None:
+        """The engines and config in force, as the services read them (None: loading)."""
         engines = self.engines
         if engines is None:
             return None
-        if self._hearth is None or not self._hearth.wraps(engines, self.config):
+        if self._core is None or not self._core.wraps(engines, self.config):
             chat = getattr(engines, "chat", None)
             if chat is not None:
                 languages = {getattr(m, "default_language", "") for m in engines.asr.values()}
                 chat.home = self.house.agent(tuple(sorted(languages - {""})) or ("en",))
-            self._hearth = Hearth(engines, self.config, self.house.store, self.house.commands)
-        return self._hearth
+            self._core = Core(engines, self.config, self.house.store, self.house.commands)
+        return self._core
 
-    def current_hearth(self) -> Hearth:
-        """The engines in use now, as a facade (protocol adapters call this per request)."""
-        hearth = self.hearth
-        if hearth is None:
+    def current_core(self) -> Core:
+        """The core in force (the services read it at each call)."""
+        core = self.core
+        if core is None:
             raise ModelUnavailable("the daemon is still loading its models")
-        return hearth
+        return core
 
     async def _start_listeners(self, early: bool) -> None:
         """Start the early listeners (before loading) or the others, in list order."""
@@ -223,7 +231,7 @@ class HearthService:
 
         wiring = Wiring(
             config=self.config,
-            hearth=self.current_hearth,
+            services=self.services,
             service=self,
             inflight=self.inflight,
             on_failure=self._begin_stop,
@@ -344,8 +352,11 @@ class HearthService:
         if swapped is not None:
             self.engines = swapped
         # After the swap: a listener told of new engines points its clients at them.
-        hearth = self.hearth if swapped is not None else None
-        drained = [listener.reconfigure(plan.config, hearth) for listener in self.listeners]
+        if swapped is not None:
+            self.current_core()  # the new core, before a listener points its clients at it
+        drained = [
+            listener.reconfigure(plan.config, swapped is not None) for listener in self.listeners
+        ]
         if swapped is not None and previous is not None:
             self._spawn(
                 retire(

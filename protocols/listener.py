@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from daemon.config import Config
 from daemon.ops.inflight import InFlight
-
-if TYPE_CHECKING:
-    from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 
 Drained = Callable[[], bool]
 """True once the requests that were running when it was made have all ended."""
@@ -59,8 +57,8 @@ class Listener(Protocol):
         """Stop accepting; requests in flight get up to ``grace_s``; idempotent."""
         ...
 
-    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
-        """Apply a reloaded config (``hearth``: the new engines, when swapped in).
+    def reconfigure(self, config: Config, swapped: bool) -> Drained:
+        """Apply a reloaded config (``swapped``: new engines were swapped in).
 
         Returns a check that turns true once the requests running at the call have
         ended: the previous engines are closed only then.
@@ -89,8 +87,9 @@ class Wiring:
     """What the service hands a listener to be made from."""
 
     config: Config
-    hearth: Callable[[], Hearth]
-    """The engines in use now, as a facade (ModelUnavailable while loading)."""
+    services: Services
+    """The core's services: each call reads the engines in use now (ModelUnavailable
+    while loading), across reloads."""
     service: Any
     """The service itself, for the HTTP app's routes (status, reload, voices...)."""
     inflight: InFlight

@@ -13,7 +13,8 @@ and behaves deterministically, so a test can script what the daemon hears and sa
 
 :func:`fake_engines` puts them into the real :class:`~daemon.runtime.engines.Engines`
 container, built from a parsed config the way ``load_engines`` builds it; adapters
-see it through the real facade, :attr:`FakeEngines.hearth`.
+see it through the real services, :attr:`FakeEngines.services`, over
+:attr:`FakeEngines.core` (replace it to swap the engines or the config, as a reload does).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from daemon.engines.llm.base import ChatMessage, LlmEngine, Sampling
 from daemon.engines.tts.base import SynthesisOptions, TtsEngine
 from daemon.engines.tts.voices import VoiceInfo
 from daemon.engines.vad.base import Vad, VadStream
+from daemon.errors import ModelUnavailable
+from daemon.runtime.context import Core
 from daemon.runtime.engines import Engines
-from daemon.runtime.facade import Hearth
+from daemon.runtime.services import Services
 
 KITCHEN = "Turn on the kitchen lights"
 TIME = "What time is it"
@@ -282,8 +285,10 @@ class FakeEngines:
     llm: FakeLlm
 
     def __post_init__(self) -> None:
-        self.hearth = Hearth(self.engines)
-        """The facade the adapters are given (``lambda: fakes.hearth``)."""
+        self.core = Core(self.engines)
+        """The core in force (a test replaces it as a reload would)."""
+        self.services = Services(lambda: self.core)
+        """The services the adapters are given (they read :attr:`core` at each call)."""
 
     def close(self) -> None:
         """Stop the worker pools."""
@@ -342,7 +347,20 @@ class FakeService:
     def __init__(self, config: Config, engines: Engines) -> None:
         self.config = config
         self.engines = engines
-        self.hearth: Hearth | None = Hearth(engines)
+        self.core: Core | None = Core(engines)
+        """The core in force (None: still loading)."""
+        self.services = Services(self.current_core)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the engines are loaded (:attr:`core` is set)."""
+        return self.core is not None
+
+    def current_core(self) -> Core:
+        """The core in force (ModelUnavailable while loading)."""
+        if self.core is None:
+            raise ModelUnavailable("the daemon is still loading its models")
+        return self.core
 
     def health(self) -> tuple[bool, dict[str, object]]:
         """Always ready."""

@@ -51,23 +51,9 @@ PROTOCOL_SIBLINGS = {
 }
 """Protocol rooms that must not import each other at all."""
 ADAPTERS_MAY_IMPORT: dict[str, str] = {
-    # The door, and the names of what it opens.
-    "daemon.runtime.facade": "the one door into the core (Hearth)",
-    "daemon.runtime.profiles": "the names of its profiles and sensitivities",
-    "daemon.speech.conversation": "the conversation it opens, and its event type",
-    "daemon.speech.request": "the spoken request it opens",
-    "daemon.speech.sentence_speaker": "the voice it opens for a client's streamed text",
-    "daemon.speech.wake_gate": "the wake listener it opens, and its notes",
-    "daemon.speech.player": "the one reply player a transport frames audio for",
-    # The vocabulary: events, options and results.
-    "daemon.speech": "the package of the two modules below",
-    "daemon.speech.events": "the one event vocabulary",
-    "daemon.speech.finals": "what a client wants to know of who spoke",
-    "daemon.engines.asr.base": "transcription options and results",
-    "daemon.engines.asr.prompt": "the bias prompt made of a house's names and terms",
-    "daemon.engines.llm.base": "chat turns, tools, calls, replies and options",
-    "daemon.engines.tts.base": "synthesis options and audio",
-    "daemon.engines.tts.voices": "the voice store's value types (the voices API)",
+    # The core's API: its services, their request types, and the value types of what
+    # they open and return (the event vocabulary, options, results).
+    "daemon.runtime.api": "the core's services and every value type they take and give",
     # Foundation and host plumbing.
     "daemon": "the package version",
     "daemon.errors": "typed errors with stable codes",
@@ -87,12 +73,14 @@ ADAPTERS_MAY_IMPORT: dict[str, str] = {
     "daemon.voices.importer": "importing Piper voices",
     "daemon.voices.training": "training jobs",
 }
-"""Every core module a protocol adapter may import, and why: the facade, what it opens,
-the vocabulary's value types, the foundation, host plumbing and conversion at the edge
+"""Every core module a protocol adapter may import, and why: the core's API (its
+services, their request types and the vocabulary's value types, published from one
+module), the foundation, host plumbing, conversion at the edge and the voice workflows
 (``daemon.config.*`` counts as ``daemon.config``). Anything else (a speech session, the
-speaker service, the engines container, the pipeline, a deadline) is the core's own:
-adapters reach it through the facade, so no adapter opens a speech session, waits for a
-speaker or arms a deadline of its own. ``protocols/__init__.py`` says the same."""
+speaker service, the engines container, the pipeline, a service's own module) is the
+core's own: adapters reach it through the services, so no adapter opens a speech
+session, waits for a speaker or arms a deadline of its own. ``protocols/__init__.py``
+says the same."""
 
 
 def room_of(module: str) -> str | None:
@@ -122,7 +110,7 @@ def door_problem(module: str, target: str) -> str | None:
         return "protocols never import the composition root or the CLI"
     if target.startswith(FOUNDATION_PACKAGES) or target in ADAPTERS_MAY_IMPORT:
         return None
-    return "not a module adapters may import (ADAPTERS_MAY_IMPORT): go through the facade"
+    return "not a module adapters may import (ADAPTERS_MAY_IMPORT): go through daemon.runtime.api"
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -1,5 +1,5 @@
 """The household's names as the composition root sees them: one object to start,
-reconfigure (SIGHUP), stop and ask for its status, and the store to hand the facade."""
+reconfigure (SIGHUP), stop and ask for its status, and the store to hand the core's services."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What every HTTP route shares: the service, the facade once loaded, upload limits."""
+"""What every HTTP route shares: the service, the core's services once loaded, upload limits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from daemon.config import Config
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 from protocols.http.errors import HttpError, error_response
 
 
@@ -18,10 +18,12 @@ class ServiceView(Protocol):
     """What the HTTP app needs from the running service."""
 
     config: Config
+    services: Services
+    """The core's services (valid across reloads)."""
 
     @property
-    def hearth(self) -> Hearth | None:
-        """The engines in use now, as a facade (None: still loading)."""
+    def loaded(self) -> bool:
+        """Whether the engines are loaded (False: still loading)."""
         ...
 
     def health(self) -> tuple[bool, dict[str, Any]]:
@@ -40,22 +42,22 @@ def config_of(conn: HTTPConnection) -> Config:
     return service_of(conn).config
 
 
-async def ready_hearth(conn: HTTPConnection) -> Hearth:
-    """FastAPI dependency: the engines in use now, as a facade, or 503 while they load.
+async def ready_services(conn: HTTPConnection) -> Services:
+    """FastAPI dependency: the core's services, or 503 while the engines load.
 
-    Read once per request: a reload swaps the engines for later requests, and this
-    one keeps the facade it started with.
+    Pinned once per request: a reload swaps the engines for later requests, and this
+    one keeps the engines it started with.
     """
-    hearth = service_of(conn).hearth
-    if hearth is None:
+    service = service_of(conn)
+    if not service.loaded:
         raise HttpError("not-ready", "Hearth is still loading its engines; try again shortly")
-    return hearth
+    return service.services.pinned()
 
 
 def require(loaded: bool, what: str) -> None:
     """503 ``model-unavailable`` unless the ``what`` engine is ``loaded``.
 
-    The facade would refuse on first use too; checking up front keeps a missing
+    The service would refuse on first use too; checking up front keeps a missing
     engine's 503 ahead of the request's other errors (a bad format, an unknown voice).
     """
     if not loaded:

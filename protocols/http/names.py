@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 
 WIS_MODELS = frozenset({"tiny", "base", "small", "medium", "large", "large-v2", "large-v3"})
 """Model names Willow Inference Server accepts; they mean Hearth's default ASR model."""
@@ -21,12 +21,12 @@ OPENAI_VOICES = frozenset(
 """OpenAI voice names; they mean the default voice."""
 
 
-def asr_model_name(hearth: Hearth, name: str | None, aliases: frozenset[str]) -> str | None:
+def asr_model_name(services: Services, name: str | None, aliases: frozenset[str]) -> str | None:
     """The configured ASR model a request names (None: the default).
 
     A configured name wins; a name from ``aliases`` means the default; any other
-    name is left for the facade to refuse as unknown.
+    name is left for the core to refuse as unknown.
     """
-    if not name or hearth.has_asr_model(name):
+    if not name or services.house.has_asr_model(name):
         return name or None
     return None if name in aliases else name

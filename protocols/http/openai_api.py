@@ -17,13 +17,19 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from pydantic import BaseModel, ConfigDict
 
 from daemon.audio.stream import output_format
-from daemon.engines.asr.base import Segment, TranscribeOptions, Transcript
 from daemon.errors import HearthError
-from daemon.runtime.facade import Hearth
-from daemon.speech.finals import Identify
+from daemon.runtime.api import (
+    FileRequest,
+    Identify,
+    Segment,
+    Services,
+    TranscribeOptions,
+    Transcript,
+    VoiceRequest,
+)
 from protocols.http import formats
 from protocols.http.auth import require_api_key
-from protocols.http.common import ready_hearth, require
+from protocols.http.common import ready_services, require
 from protocols.http.formats import audio_responses
 from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES, asr_model_name
 
@@ -48,27 +54,29 @@ async def transcriptions(
     response_format: str = Form("json"),
     temperature: float = Form(0.0),
     stream: bool = Form(False),
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
 ) -> Response:
     """Text of ``file`` (any format PyAV reads); ``stream=true`` sends server-sent
     ``transcript.text.delta`` events as segments are decoded, then
     ``transcript.text.done``. ``temperature`` is accepted and ignored."""
     fmt = formats.check_response_format(response_format)
-    name = asr_model_name(hearth, model, OPENAI_ASR_MODELS)
+    name = asr_model_name(services, model, OPENAI_ASR_MODELS)
     options = TranscribeOptions(
         language=language or None,
         initial_prompt=prompt or None,
         timestamps=fmt in ("srt", "vtt", "verbose_json"),
     )
     # An unknown model or language fails now, not after the upload (or as a stream event).
-    hearth.check_transcribe(name, options)
+    services.speech.check_transcribe(name, options)
     data = await file.read()
     if stream:
-        items = await hearth.stream_upload(data, name, options)
+        items = await services.speech.stream_file(FileRequest(data, name, options))
         return StreamingResponse(_transcript_events(items), media_type="text/event-stream")
     # Who is speaking (for verbose_json) is found beside the decode.
     identify = Identify.NAME if fmt == "verbose_json" else Identify.NONE
-    result = await hearth.transcribe_upload(data, name, options, identify=identify)
+    result = await services.speech.transcribe_file(
+        FileRequest(data, name, options, identify=identify)
+    )
     if fmt == "text":
         return PlainTextResponse(result.text + "\n")
     if fmt == "srt":
@@ -121,30 +129,30 @@ class SpeechBody(BaseModel):
     responses=audio_responses("The spoken input, in the asked format"),
 )
 async def speech(
-    body: SpeechBody, request: Request, hearth: Hearth = Depends(ready_hearth)
+    body: SpeechBody, request: Request, services: Services = Depends(ready_services)
 ) -> StreamingResponse:
     """Audio of ``input`` (wav, flac, mp3, opus, aac, pcm) at 24 kHz, streamed as each
     sentence is spoken. OpenAI voice names mean the default voice."""
-    require(hearth.speaks, "TTS")
+    require(services.voices.speaks, "TTS")
     fmt = output_format(body.response_format)
-    options = hearth.resolve_voice(
-        body.voice, OPENAI_VOICES, speed=body.speed, sample_rate=SPEECH_RATE
+    options = services.voices.resolve_voice(
+        VoiceRequest(body.voice, OPENAI_VOICES, speed=body.speed, sample_rate=SPEECH_RATE)
     )
-    audio = await hearth.open_speech(body.input, options, fmt)
+    audio = await services.voices.open_speech(body.input, options, fmt)
     return StreamingResponse(audio.chunks, media_type=fmt.media_type)
 
 
 @router.get("/models", summary="Models Hearth serves")
-async def models(hearth: Hearth = Depends(ready_hearth)) -> dict[str, Any]:
+async def models(services: Services = Depends(ready_services)) -> dict[str, Any]:
     """ASR models, the LLM, the TTS engine and every voice (local and remote: a voice
     is what ``/audio/speech`` takes as ``voice``), as OpenAI lists models."""
-    ids = [model.name for model in hearth.asr_models()]
-    if hearth.llm is not None:
-        ids.append(hearth.llm.name)
+    ids = [model.name for model in services.house.asr_models()]
+    if services.chat.llm is not None:
+        ids.append(services.chat.llm.name)
     owners = dict.fromkeys(ids, "hearth")
-    if hearth.speaks:
+    if services.voices.speaks:
         owners.setdefault("piper", "hearth")
-        for voice in await hearth.list_voices():
+        for voice in await services.voices.list_voices():
             owner = f"hearth:{voice.remote.group}" if voice.remote is not None else "hearth"
             owners.setdefault(voice.name, owner)
     return {

@@ -17,20 +17,21 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.engines.llm.base import (
+from daemon.errors import HearthError, InvalidRequest
+from daemon.runtime.api import (
     MAX_CALL_ID,
     MAX_TOOLS,
     ChatMessage,
+    ClientSampling,
     Reply,
     ReplyPiece,
+    Services,
     ToolCall,
     tool_set,
 )
-from daemon.errors import HearthError, InvalidRequest
-from daemon.runtime.facade import Hearth
 from protocols.http import formats
 from protocols.http.auth import require_api_key
-from protocols.http.common import ready_hearth, require
+from protocols.http.common import ready_services, require
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(require_api_key)])
 
@@ -125,7 +126,7 @@ def _tool_calls(raw: object, where: str) -> tuple[ToolCall, ...]:
     ),
 )
 async def chat_completions(
-    body: ChatRequest, request: Request, hearth: Hearth = Depends(ready_hearth)
+    body: ChatRequest, request: Request, services: Services = Depends(ready_services)
 ) -> Response:
     """A reply from the configured LLM (local or remote); ``stream`` sends SSE chunks.
 
@@ -135,22 +136,21 @@ async def chat_completions(
     within ``limits.request_timeout_s``: 504 before the first piece, an error chunk
     after it.
     """
-    require(hearth.chats, "LLM")
+    require(services.chat.chats, "LLM")
     messages = chat_messages(body.messages)
     tools = None
     if body.tools is not None or body.tool_choice is not None:
         tools = tool_set(body.tools, body.tool_choice, body.parallel_tool_calls)
-    llm = hearth.llm
+    llm = services.chat.llm
     assert llm is not None  # the chat service talks to it
     model = body.model or llm.name
     reply_id = f"chatcmpl-{uuid.uuid4().hex}"
-    pieces = hearth.complete_with_tools(
-        messages,
-        tools,
+    sampling = ClientSampling(
         temperature=body.temperature,
         top_p=body.top_p,
         max_tokens=body.max_completion_tokens or body.max_tokens,
     )
+    pieces = services.chat.complete_with_tools(messages, tools, sampling)
     reply = Reply()
     if body.stream:
         first = await _first_piece(pieces)  # errors before any byte become statuses
@@ -160,7 +160,7 @@ async def chat_completions(
         reply.add(piece)
     calls = reply.tool_calls
     said = reply.text + "".join(c.name + c.arguments for c in calls)
-    prompt_tokens, completion_tokens = await hearth.count_tokens(messages, said)
+    prompt_tokens, completion_tokens = await services.chat.count_tokens(messages, said)
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if calls:
         message["content"] = reply.text or None  # OpenAI's null beside calls

@@ -28,9 +28,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from daemon.errors import HearthError, InvalidRequest
 from daemon.ops.inflight import Ticket
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 from protocols.http.auth import check_api_key, key_matches, offered_keys, require_api_key
-from protocols.http.common import config_of, ready_hearth, service_of
+from protocols.http.common import config_of, ready_services, service_of
 from protocols.http.errors import error_responses
 from protocols.http.metrics import TICKET
 from protocols.http.names import OPENAI_ASR_MODELS, OPENAI_VOICES
@@ -117,21 +117,17 @@ async def realtime(
     if not authorized(websocket, offered):
         await websocket.close(code=1008, reason="a valid API key is required")
         return
-    first = service_of(websocket).hearth
-    if first is None:
+    service = service_of(websocket)
+    if not service.loaded:
         await websocket.close(code=1013, reason="Hearth is still loading its engines")
         return
     beta = BETA_PROTOCOL in offered or "realtime=v1" in websocket.headers.get("openai-beta", "")
     answer = next((p for p in ANSWERED_PROTOCOLS if p in offered), None)
     await websocket.accept(subprotocol=answer)
-
-    def current() -> Hearth:
-        # A reload swaps the engines; the session's conversation moves to them.
-        return service_of(websocket).hearth or first
-
     session = RealtimeSession(
         _Socket(websocket),
-        current,
+        # A reload swaps the engines; the session's conversation moves to them.
+        service.services,
         model=model,
         beta=beta,
         voice_aliases=OPENAI_VOICES,
@@ -163,7 +159,7 @@ async def realtime(
 async def call(
     request: Request,
     model: str = Query("", max_length=128, description="echoed back; Hearth has one LLM"),
-    _: Hearth = Depends(ready_hearth),
+    _: Services = Depends(ready_services),
 ) -> Response:
     """A Realtime session over WebRTC: an SDP offer in, the SDP answer out."""
     sdp, session = await _offer(request)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from protocols.http.auth import require_api_key
-from protocols.http.common import ready_hearth
+from protocols.http.common import ready_services
 from protocols.http.errors import HttpError
 from protocols.webrtc.manager import MAX_SDP_CHARS, RtcManager
 
@@ -37,7 +37,7 @@ def manager_of(request: Request) -> RtcManager:
 
 
 @router.post("/api/rtc/asr", response_model=Answer)
-async def offer(body: Offer, request: Request, _: object = Depends(ready_hearth)) -> Answer:
+async def offer(body: Offer, request: Request, _: object = Depends(ready_services)) -> Answer:
     """Open a WebRTC session: microphone audio in, results on the data channel."""
     session_id, answer = await manager_of(request).answer(body.sdp, body.type)
     return Answer(sdp=answer.sdp, type=answer.type, session=session_id)

@@ -14,7 +14,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import uvicorn
 
@@ -24,9 +24,6 @@ from daemon.ops.inflight import InFlight
 from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.patches.requestline import repair_request_line
 from protocols.patches.uvicorn import DaemonServer
-
-if TYPE_CHECKING:
-    from daemon.runtime.facade import Hearth
 
 __all__ = ["HttpListener", "repair_request_line"]
 
@@ -136,12 +133,12 @@ class HttpListener:
             for task in pending:
                 task.cancel()
 
-    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
+    def reconfigure(self, config: Config, swapped: bool) -> Drained:
         """Routes read the live config per request; the connection limits apply at once."""
         self.config = config
         for server in self._servers:
             server.set_limits(config.http.header_timeout_s, config.http.max_connections)
-        if hearth is None:
+        if not swapped:
             return lambda: True
         # Requests that began before this generation run on the previous engines; a
         # session (a Realtime WebSocket) only while its utterance or response lasts.

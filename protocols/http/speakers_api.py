@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, UploadFile
 from fastapi.responses import JSONResponse, Response
 
-from daemon.runtime.facade import Hearth, Speaker
+from daemon.runtime.api import Services, Speaker
 from protocols.http.auth import require_api_key
-from protocols.http.common import ready_hearth
+from protocols.http.common import ready_services
 
 router = APIRouter(tags=["speakers"], dependencies=[Depends(require_api_key)])
 
@@ -23,23 +23,23 @@ def _shown(speaker: Speaker) -> dict[str, Any]:
 
 
 @router.get("/api/speakers", summary="Every enrolled speaker (names only)")
-async def list_speakers(hearth: Hearth = Depends(ready_hearth)) -> dict[str, Any]:
+async def list_speakers(services: Services = Depends(ready_services)) -> dict[str, Any]:
     """Names, recording counts and enrollment times; never embeddings."""
-    return {"speakers": [_shown(s) for s in await hearth.list_speakers()]}
+    return {"speakers": [_shown(s) for s in await services.people.list_speakers()]}
 
 
 @router.post("/api/speakers/{name}", summary="Enroll a speaker", status_code=201)
 async def enroll_speaker(
     name: str,
     files: list[UploadFile],
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
 ) -> JSONResponse:
     """Multipart ``files``: a few recordings of the person's voice, any format PyAV reads.
 
     Enrolling a known name again replaces their enrollment.
     """
-    hearth.check_enrollment(len(files))  # before the uploads are read
-    speaker = await hearth.enroll_speaker(name, [await upload.read() for upload in files])
+    services.people.check_enrollment(len(files))  # before the uploads are read
+    speaker = await services.people.enroll_speaker(name, [await upload.read() for upload in files])
     return JSONResponse(_shown(speaker), status_code=201)
 
 
@@ -49,11 +49,11 @@ async def enroll_speaker(
     status_code=201,
 )
 async def enroll_from_voice(
-    name: str, voice: str, hearth: Hearth = Depends(ready_hearth)
+    name: str, voice: str, services: Services = Depends(ready_services)
 ) -> JSONResponse:
     """The takes the person recorded for custom voice ``voice`` (``/enroll``, ``hearth
     voices enroll``): nothing to record again."""
-    speaker = await hearth.enroll_speaker_from_voice(name, voice)
+    speaker = await services.people.enroll_speaker_from_voice(name, voice)
     return JSONResponse(_shown(speaker), status_code=201)
 
 
@@ -61,14 +61,14 @@ async def enroll_from_voice(
 async def rename_speaker(
     name: str,
     new_name: str = Body(..., embed=True, description="the speaker's new name"),
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
 ) -> dict[str, Any]:
     """``{"new_name": ...}``; the enrollment stays."""
-    return _shown(await hearth.rename_speaker(name, new_name))
+    return _shown(await services.people.rename_speaker(name, new_name))
 
 
 @router.delete("/api/speakers/{name}", summary="Forget a speaker", status_code=204)
-async def remove_speaker(name: str, hearth: Hearth = Depends(ready_hearth)) -> Response:
+async def remove_speaker(name: str, services: Services = Depends(ready_services)) -> Response:
     """Their embedding is deleted."""
-    await hearth.remove_speaker(name)
+    await services.people.remove_speaker(name)
     return Response(status_code=204)

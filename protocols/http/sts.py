@@ -21,13 +21,19 @@ from starlette.requests import ClientDisconnect
 from daemon.audio.decode import BodyDecoder
 from daemon.audio.stream import StreamEncoder, output_format
 from daemon.errors import HearthError
-from daemon.runtime.facade import Hearth
-from daemon.runtime.profiles import Profile
-from daemon.speech import events as ev
-from daemon.speech.conversation import ConversationEvent
-from daemon.speech.request import SpeechRequest
+from daemon.runtime.api import (
+    ConversationEvent,
+    Profile,
+    Services,
+    SpeechRequest,
+    SpokenRequest,
+    VoiceRequest,
+)
+from daemon.runtime.api import (
+    events as ev,
+)
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth, require
+from protocols.http.common import config_of, ready_services, require
 from protocols.http.formats import audio_responses
 from protocols.http.names import WIS_SPEAKERS
 from protocols.http.willow import AsrQuery, form_audio, upload_decoder
@@ -45,7 +51,7 @@ router = APIRouter(tags=["willow"], dependencies=[Depends(require_api_key)])
 )
 async def sts(
     request: Request,
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
     query: AsrQuery = Depends(),
     speaker: str | None = Query(None, description="voice of the reply"),
     format: str = Query("wav", description="wav, flac, mp3, opus, aac or pcm"),
@@ -60,24 +66,24 @@ async def sts(
     when that is the whole reply). 204 when no speech was heard.
     """
     config = config_of(request)
-    require(hearth.replies, "speech pipeline")
+    require(services.chat.replies, "speech pipeline")
     fmt = output_format(format)
-    tts_options = hearth.resolve_voice(
-        speaker, WIS_SPEAKERS, sample_rate=config.willow.tts_sample_rate
+    tts_options = services.voices.resolve_voice(
+        VoiceRequest(speaker, WIS_SPEAKERS, sample_rate=config.willow.tts_sample_rate)
     )
     data = await form_audio(request)
     decoder = upload_decoder(request, config) if data is None else None
-    speech = await hearth.open_request(
-        lambda: hearth,
+    spoken = SpokenRequest(
         # A streamed body may go on after the speaker is done: the turn decides.
         Profile.DEVICE_UPLOAD if decoder is None else Profile.DEVICE_TURN,
-        model=query.model_name(hearth),
+        model=query.model_name(services),
         transcribe=query.options,
         reply=True,
         tts_options=tts_options,
         conversation_id=conversation_id,
         stream=True,
     )
+    speech = await services.speech.open_request(spoken)
     events = speech.events()
     # The body is fed while the conversation hears it, so a reply can start on a
     # pause before the upload ends.

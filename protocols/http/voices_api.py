@@ -14,14 +14,16 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
-from daemon.engines.tts.voices import VoiceStore
 from daemon.errors import InvalidRequest
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import (
+    Services,
+    VoiceStore,
+)
 from daemon.voices.enroll import Enrollment
 from daemon.voices.importer import import_bytes
 from daemon.voices.training import Training
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth, service_of
+from protocols.http.common import config_of, ready_services, service_of
 
 router = APIRouter(tags=["voices"], dependencies=[Depends(require_api_key)])
 
@@ -29,9 +31,9 @@ router = APIRouter(tags=["voices"], dependencies=[Depends(require_api_key)])
 def store_of(request: Request) -> VoiceStore:
     """The voice store of the running configuration (the engines' one when loaded)."""
     path = config_of(request).voices_path
-    hearth = service_of(request).hearth
-    if hearth is not None and hearth.voices.user_dir == path:
-        return hearth.voices
+    service = service_of(request)
+    if service.loaded and service.services.voices.store.user_dir == path:
+        return service.services.voices.store
     return _store_at(path)
 
 
@@ -142,7 +144,7 @@ async def enrollment_status(request: Request, name: str) -> dict[str, Any]:
 
 @router.put("/api/voices/{name}/enrollment/takes/{index}", summary="Record a take")
 async def record_take(
-    request: Request, name: str, index: int, hearth: Hearth = Depends(ready_hearth)
+    request: Request, name: str, index: int, services: Services = Depends(ready_services)
 ) -> dict[str, Any]:
     """The request body is the take (WAV, or any format PyAV reads) of prompt ``index``.
 
@@ -151,7 +153,7 @@ async def record_take(
     enrollment = Enrollment(config_of(request), name)
     await asyncio.to_thread(enrollment.prompt, index)  # a wrong index: before the upload
     data = await request.body()
-    check = await hearth.add_take(enrollment, data, index)
+    check = await services.speech.add_take(enrollment, data, index)
     return {"take": check.__dict__, "status": await asyncio.to_thread(enrollment.status)}
 
 

@@ -20,14 +20,18 @@ from starlette.requests import ClientDisconnect
 
 from daemon.audio.decode import BodyDecoder, body_decoder
 from daemon.config import Config
-from daemon.engines.asr.base import TranscribeOptions
 from daemon.errors import InvalidRequest
-from daemon.runtime.facade import Hearth
-from daemon.runtime.profiles import Profile
-from daemon.speech.events import FinalTranscript
-from daemon.speech.finals import Identify
+from daemon.runtime.api import (
+    FileRequest,
+    FinalTranscript,
+    Identify,
+    Profile,
+    Services,
+    SpokenRequest,
+    TranscribeOptions,
+)
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth
+from protocols.http.common import config_of, ready_services
 from protocols.http.errors import HttpError
 from protocols.http.names import WIS_MODELS, asr_model_name
 from protocols.http.willow_audio import parse_audio_headers
@@ -61,9 +65,9 @@ class AsrQuery:
         self.model = model
         self.options = transcribe_options(beam_size, detect_language, force_language)
 
-    def model_name(self, hearth: Hearth) -> str | None:
+    def model_name(self, services: Services) -> str | None:
         """The configured model to use (None, or a WIS size name: the default)."""
-        return asr_model_name(hearth, self.model, WIS_MODELS)
+        return asr_model_name(services, self.model, WIS_MODELS)
 
 
 async def form_audio(request: Request) -> bytes | None:
@@ -121,7 +125,7 @@ def saved_audio(config: Config) -> Path:
 @router.post("/api/willow", summary="Speech from a Willow device (chunked, real time)")
 async def willow(
     request: Request,
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
     query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
     stats: bool = Query(False, description="add infer_time, infer_speedup, audio_duration"),
@@ -135,21 +139,21 @@ async def willow(
     Headers: ``x-audio-codec`` (pcm, wav, amrwb, or anything PyAV decodes) and, for
     pcm, ``x-audio-sample-rate``, ``x-audio-bits``, ``x-audio-channel``.
     """
-    if voice_auth and not hearth.verifies:
+    if voice_auth and not services.people.verifies:
         # Fail closed, before the upload: verification is off or its model did not load.
         raise HttpError("voice-not-authorized", "speaker verification is off (speakers.enabled)")
     config = config_of(request)
     decoder = upload_decoder(request, config)
     keep = save_audio and config.willow.save_audio
-    speech = await hearth.open_request(
-        lambda: hearth,
+    spoken = SpokenRequest(
         Profile.DEVICE_UPLOAD,
-        model=query.model_name(hearth),
+        model=query.model_name(services),
         transcribe=query.options,
         identify=Identify.VERIFY if voice_auth else Identify.NONE,
         translate=translate,
         record_to=saved_audio(config) if keep else None,
     )
+    speech = await services.speech.open_request(spoken)
     try:
         await speech.hear_body(request.stream(), decoder)
         final = await speech.finish()
@@ -197,15 +201,16 @@ def voice_auth_fields(final: FinalTranscript) -> dict[str, Any]:
 @router.post("/api/asr", summary="Transcribe an uploaded audio file")
 async def asr(
     audio_file: UploadFile,
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
     query: AsrQuery = Depends(),
     translate: bool = Query(False, description="also return an English translation"),
 ) -> JSONResponse:
     """Multipart ``audio_file`` in any format PyAV reads; answers text and timings."""
-    name = query.model_name(hearth)
-    hearth.check_transcribe(name, query.options)  # before the upload is read
+    name = query.model_name(services)
+    services.speech.check_transcribe(name, query.options)  # before the upload is read
     data = await audio_file.read()
-    result = await hearth.transcribe_upload(data, name, query.options, translate=translate)
+    upload = FileRequest(data, name, query.options, translate=translate)
+    result = await services.speech.transcribe_file(upload)
     body = wis_response(
         result.text, result.language, result.infer_ms, result.audio_ms, True, result.translation
     )

@@ -8,9 +8,9 @@ import uuid
 from fastapi import APIRouter, Depends, Query, Request, WebSocket, WebSocketDisconnect
 
 from daemon.errors import HearthError
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Chat, Services
 from protocols.http.auth import check_api_key, require_api_key
-from protocols.http.common import ready_hearth, require, service_of
+from protocols.http.common import ready_services, require, service_of
 
 _LOGGER = logging.getLogger(__name__)
 router = APIRouter(tags=["willow"])
@@ -23,11 +23,11 @@ async def chatbot(
     request: Request,
     text: str = Query(..., description="the prompt"),
     conversation_id: str = Query("", max_length=128, description="keeps history across calls"),
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
 ) -> dict[str, str]:
     """``{"response": ...}``: the LLM's whole reply, within ``limits.request_timeout_s``."""
-    require(hearth.chats, "LLM")
-    reply = "".join([piece async for piece in hearth.chat(conversation_id, text)])
+    require(services.chat.chats, "LLM")
+    reply = "".join([piece async for piece in services.chat.chat(conversation_id, text)])
     return {"response": reply.strip()}
 
 
@@ -44,9 +44,10 @@ async def ws_chatbot(websocket: WebSocket) -> None:
     except HearthError:
         await websocket.close(code=1008, reason="a valid API key is required")
         return
-    # The connection keeps the facade it opened with (and so its conversation's LLM).
-    hearth = service_of(websocket).hearth
-    if hearth is None or not hearth.chats:
+    # The connection keeps the engines it opened with (and so its conversation's LLM).
+    service = service_of(websocket)
+    services = service.services.pinned() if service.loaded else None
+    if services is None or not services.chat.chats:
         await websocket.close(code=1013, reason="Hearth is still loading its engines")
         return
     await websocket.accept()
@@ -55,7 +56,7 @@ async def ws_chatbot(websocket: WebSocket) -> None:
         while True:
             text = await websocket.receive_text()
             try:
-                await _reply(websocket, hearth, conversation, text)
+                await _reply(websocket, services.chat, conversation, text)
             except HearthError as exc:
                 await websocket.send_text(f"error: {exc.code}: {exc.message}")
             await websocket.send_text(END_OF_REPLY)
@@ -63,7 +64,7 @@ async def ws_chatbot(websocket: WebSocket) -> None:
         _LOGGER.debug("Chat WebSocket closed")
 
 
-async def _reply(websocket: WebSocket, hearth: Hearth, conversation: str, text: str) -> None:
+async def _reply(websocket: WebSocket, chat: Chat, conversation: str, text: str) -> None:
     """Stream one reply (the core's ``timeout`` past ``limits.request_timeout_s``)."""
-    async for piece in hearth.chat(conversation, text):
+    async for piece in chat.chat(conversation, text):
         await websocket.send_text(piece)

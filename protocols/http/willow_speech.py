@@ -11,10 +11,10 @@ from fastapi.responses import StreamingResponse
 
 from daemon.audio.stream import output_format
 from daemon.errors import InvalidAudio, InvalidRequest
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services, VoiceRequest
 from daemon.voices.enroll import Enrollment
 from protocols.http.auth import require_api_key
-from protocols.http.common import config_of, ready_hearth, require
+from protocols.http.common import config_of, ready_services, require
 from protocols.http.formats import audio_responses
 from protocols.http.names import WIS_SPEAKERS
 from protocols.http.rawquery import raw_params
@@ -34,7 +34,7 @@ TRUE = ("1", "true", "yes", "on")
 )
 async def tts(
     request: Request,
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
     text: str | None = Query(None, description="text to speak; may be sent unencoded, last"),
     format: str = Query("wav", description="wav, flac, mp3, opus, aac or pcm"),
     speaker: str | None = Query(None, description="a voice, or a speaker of the default voice"),
@@ -49,23 +49,25 @@ async def tts(
     text = params.get("text")
     if text is None:
         raise InvalidRequest("the text query parameter is missing")
-    require(hearth.speaks, "TTS")
-    options = hearth.resolve_voice(
-        params.get("speaker") or params.get("voice"),
-        WIS_SPEAKERS,
-        sample_rate=config_of(request).willow.tts_sample_rate,
+    require(services.voices.speaks, "TTS")
+    options = services.voices.resolve_voice(
+        VoiceRequest(
+            params.get("speaker") or params.get("voice"),
+            WIS_SPEAKERS,
+            sample_rate=config_of(request).willow.tts_sample_rate,
+        )
     )
     fmt = output_format(params.get("format") or "wav")
     use_cache = params.get("nocache", "").strip().lower() not in TRUE
-    speech = await hearth.open_speech(text, options, fmt, use_cache)
+    speech = await services.voices.open_speech(text, options, fmt, use_cache)
     headers = {"X-Cache": "hit" if speech.cached else "miss"}
     return StreamingResponse(speech.chunks, media_type=fmt.media_type, headers=headers)
 
 
 @router.get("/api/speaker", summary="Voices that can speak")
-async def list_speakers(hearth: Hearth = Depends(ready_hearth)) -> dict[str, list[str]]:
+async def list_speakers(services: Services = Depends(ready_services)) -> dict[str, list[str]]:
     """``{"speakers": [...]}``: every voice in the voice store."""
-    return {"speakers": [voice.name for voice in await hearth.list_voices()]}
+    return {"speakers": [voice.name for voice in await services.voices.list_voices()]}
 
 
 def speaker_query(
@@ -83,7 +85,7 @@ def speaker_query(
 async def add_speaker(
     request: Request,
     speaker: str = Depends(speaker_query),
-    hearth: Hearth = Depends(ready_hearth),
+    services: Services = Depends(ready_services),
 ) -> dict[str, object]:
     """WIS adds a custom speaker from an audio file; Hearth starts (or continues) an
     enrollment of that name with it: the recording is checked like any take, its
@@ -97,7 +99,7 @@ async def add_speaker(
         if not data:
             raise InvalidAudio("the request has no recording: send 'audio_file' or a body")
     enrollment = Enrollment(config_of(request), speaker)
-    check = await hearth.add_take(enrollment, data, None)
+    check = await services.speech.add_take(enrollment, data, None)
     status = await asyncio.to_thread(enrollment.status)
     return {
         "speaker": speaker,

@@ -21,6 +21,6 @@ The route, with its authentication, lives in the HTTP room
 carries the same session over a peer connection (``POST /v1/realtime/calls``): events
 on the ``oai-events`` data channel, audio on the tracks, with the WebRTC room's peer
 manager and tracks. This room imports ``protocols.webrtc`` and ``protocols.patches``
-only; into the core it goes through the facade's door, plus the vocabulary's value
-types.
+only; into the core it goes through the core's services, plus the vocabulary's value
+types (both from ``daemon.runtime.api``).
 """

@@ -34,7 +34,7 @@ from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
 from daemon.errors import HearthError
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 from protocols.realtime import config as cfg
 from protocols.realtime.audio import WireFormat
 from protocols.realtime.lane import Step
@@ -115,9 +115,9 @@ class CallSession(RealtimeSession):
     """A Realtime session whose reply audio plays on a track (see the module docstring)."""
 
     def __init__(
-        self, socket: ChannelSocket, hearth: Callable[[], Hearth], track: ReplyTrack, **options: Any
+        self, socket: ChannelSocket, services: Services, track: ReplyTrack, **options: Any
     ) -> None:
-        super().__init__(socket, hearth, **options)
+        super().__init__(socket, services, **options)
         self.track = track
         self._audible: set[str] = set()
         """Responses whose audio reached the track and has not stopped or been cut."""
@@ -218,7 +218,7 @@ class RealtimeCall:
         self,
         call_id: str,
         pc: RTCPeerConnection,
-        hearth: Callable[[], Hearth],
+        services: Services,
         *,
         model: str = "",
         session: dict[str, Any] | None = None,
@@ -232,7 +232,7 @@ class RealtimeCall:
         self.socket = ChannelSocket(self._touch)
         self.session = CallSession(
             self.socket,
-            hearth,
+            services,
             self.reply_track,
             model=model,
             voice_aliases=voice_aliases,

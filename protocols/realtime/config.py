@@ -21,10 +21,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from daemon.config import Config
-from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.llm.base import ChatOptions
 from daemon.errors import HearthError
-from daemon.runtime.profiles import Profile, Sensitivity
+from daemon.runtime.api import (
+    ChatOptions,
+    Profile,
+    Sensitivity,
+    TranscribeOptions,
+)
 from protocols.realtime.audio import PCM, WireFormat, wire_format
 from protocols.realtime.wire import Refused
 

@@ -1,7 +1,7 @@
 """What a client adds to the conversation, and what it asks of it.
 
 ``conversation.item.create`` adds a user message (typed, or audio that is
-transcribed here through the facade) or a system message (it follows the session's
+transcribed here through the core's speech service) or a system message (it follows the session's
 instructions); ``truncate`` and ``delete`` act on items the session knows.
 ``response.create`` becomes a :class:`Request`: the response's own settings over the
 session's, answered by :func:`answer` once every user item it answers has its words.
@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from daemon.errors import HearthError
+from daemon.runtime.api import VoiceRequest
 from protocols.realtime import config as cfg
 from protocols.realtime import tools
 from protocols.realtime.audio import WireFormat, received, wire_format
@@ -58,7 +59,7 @@ async def create(session: SessionState, item: object) -> None:
     audio = None
     if encoded is not None:
         audio = await received(session.config.input_format, encoded, "item.content.audio")
-    limit = session.hearth().limits.max_prompt_chars
+    limit = session.services.house.limits.max_prompt_chars
     text = "\n".join(t for t in texts if t.strip())
     if len(text) > limit:
         raise Refused(f"the text is longer than {limit} characters", param="item.content")
@@ -80,9 +81,8 @@ async def _system(session: SessionState, item_id: str, text: str, audio: bytes |
         raise Refused("a system message holds text only", param="item.content")
     notes = [*session.system_items, text]
     chat = session.config.chat_options(notes, session.defaults().instructions)
-    facade = session.hearth()
-    if facade.chats:
-        facade.check_chat_options(chat)
+    if session.services.chat.chats:
+        session.services.chat.check_options(chat)
     session.system_items = notes
     session.conversation.chat_options = chat
     session.prime(chat)
@@ -112,12 +112,12 @@ async def _user(session: SessionState, item_id: str, text: str, audio: bytes | N
 
 async def _transcribe(session: SessionState, user: UserItem, pcm: bytes, fmt: WireFormat) -> None:
     """The words of an audio item, decoded whole."""
-    facade = session.hearth()
+    speech = session.services.speech
     try:
         config = session.config
         options = config.transcribe_options()
         model = session.asr_model(config)
-        result = await facade.transcribe_pcm(fmt.pcm, pcm, model, options)
+        result = await speech.transcribe_pcm(fmt.pcm, pcm, model, options)
         await session.book.transcribed(user, result.text, result.audio_ms)
     except HearthError as exc:
         user.resolve("")
@@ -227,15 +227,16 @@ def response_request(session: SessionState, given: object) -> Request:
     if given.get("temperature") is not None:
         limits["temperature"] = cfg.number(given["temperature"], "response.temperature", 0, 2)
     chat = session.chat_options(instructions, speaks, **limits)
-    facade = session.hearth()
-    if facade.chats:
-        facade.check_chat_options(chat)
-    if speaks and not facade.speaks:
+    services = session.services
+    if services.chat.chats:
+        services.chat.check_options(chat)
+    if speaks and not services.voices.speaks:
         raise Refused("spoken output needs TTS, which is not enabled", param="response.audio")
     tts = None
     if speaks:
         aliases = session.voice_aliases
-        tts = facade.resolve_voice(voice, aliases, speed=config.speed, sample_rate=fmt.rate)
+        chosen = VoiceRequest(voice, aliases, speed=config.speed, sample_rate=fmt.rate)
+        tts = services.voices.resolve_voice(chosen)
     name = voice or session.defaults().voice
     response = Response(new_id("resp"), speaks, fmt, name, tokens)
     return Request(response, tts, chat, instructions, offered)

@@ -12,9 +12,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.engines.llm.base import ChatMessage, ChatOptions, ToolCall, ToolSet
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.runtime.facade import Deadline
+from daemon.runtime.api import (
+    ChatMessage,
+    ChatOptions,
+    Deadline,
+    SynthesisOptions,
+    ToolCall,
+    ToolSet,
+)
 from protocols.realtime.audio import WireFormat
 from protocols.realtime.wire import Event, Refused, new_id
 

@@ -16,10 +16,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from daemon.engines.llm.base import ToolCall
-from daemon.speech import events as ev
-from daemon.speech.conversation import ConversationEvent
-from daemon.speech.player import ReplyPlayer
+from daemon.runtime.api import (
+    ConversationEvent,
+    ReplyPlayer,
+    ToolCall,
+)
+from daemon.runtime.api import (
+    events as ev,
+)
 from protocols.realtime.audio import encoded
 from protocols.realtime.objects import (
     ITEM_STATUS,

@@ -26,9 +26,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from daemon.errors import HearthError
-from daemon.runtime.facade import Hearth
-from daemon.runtime.profiles import Sensitivity
-from daemon.speech.conversation import Mode
+from daemon.runtime.api import (
+    Listening,
+    Mode,
+    Sensitivity,
+    Services,
+)
 from protocols.realtime import config as cfg
 from protocols.realtime import items, tools
 from protocols.realtime.audio import WireFormat, received
@@ -63,7 +66,7 @@ class RealtimeSession(SessionState):
     def __init__(
         self,
         socket: Socket,
-        hearth: Callable[[], Hearth],
+        services: Services,
         *,
         model: str = "",
         beta: bool = False,
@@ -71,7 +74,7 @@ class RealtimeSession(SessionState):
         asr_aliases: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(
-            hearth, model=model, beta=beta, voice_aliases=voice_aliases, asr_aliases=asr_aliases
+            services, model=model, beta=beta, voice_aliases=voice_aliases, asr_aliases=asr_aliases
         )
         self._socket = socket
         self.book.called = functools.partial(tools.called, self)
@@ -161,21 +164,21 @@ class RealtimeSession(SessionState):
     async def _session_update(self, data: dict[str, Any], client_event: str | None) -> None:
         new = cfg.updated(self.config, data.get("session"))
         offered = tools.offered(new.tools, new.tool_choice, "session.tools")
-        facade = self.hearth()
-        if new.speaks and not facade.speaks:
+        services = self.services
+        if new.speaks and not services.voices.speaks:
             raise Refused("spoken output needs TTS, which is not enabled", param="session.audio")
         if new.speaks:
             self.tts_options(new.voice, new)
         turn = new.turn_detection
-        if turn is not None and turn.create_response and not facade.replies:
+        if turn is not None and turn.create_response and not services.chat.replies:
             raise Refused(
                 "answering each turn needs the LLM and TTS; set create_response to false",
                 param="session.audio.input.turn_detection.create_response",
             )
-        facade.check_transcribe(self.asr_model(new), new.transcribe_options())
+        services.speech.check_transcribe(self.asr_model(new), new.transcribe_options())
         chat = new.chat_options(self.system_items, self.defaults().instructions)
-        if facade.chats:
-            facade.check_chat_options(chat)
+        if services.chat.chats:
+            services.chat.check_options(chat)
         rehear = new.hearing_key() != self.config.hearing_key()
         rehear = rehear or (offered is None) != (self._tools is None)
         self.config = new
@@ -279,11 +282,7 @@ class RealtimeSession(SessionState):
                 await self.send(error("internal-error", "internal error", kind="server_error"))
 
     async def _feed(self, pcm: bytes, fmt: WireFormat) -> None:
-        conversation = self.conversation
-        facade = self.hearth()
-        if facade is not self._facade:  # a reload: new engines at the next boundary
-            self._facade = facade
-            conversation.reloaded()
+        conversation = self.conversation  # it moves to new engines after a reload
         if conversation.speech is None:
             await self._listen()
         before = self._input_ms
@@ -301,8 +300,7 @@ class RealtimeSession(SessionState):
         push-to-talk committed by the client."""
         config = self.config
         turn = config.turn_detection
-        hearing = await self.hearth().hearing(
-            self.hearth,
+        listening = Listening(
             Mode.PUSH_TO_TALK if turn is None else Mode.HANDS_FREE,
             model=self.asr_model(config),
             transcribe=config.transcribe_options(),
@@ -312,6 +310,7 @@ class RealtimeSession(SessionState):
             profile=None if turn is None else turn.profile,
             sensitivity=Sensitivity.DEFAULT if turn is None else turn.sensitivity,
         )
+        hearing = await self.services.speech.hearing(listening)
         await self.conversation.listen(hearing)
         self.book.vad = turn is not None
         auto = turn is not None and turn.create_response

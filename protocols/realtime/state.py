@@ -14,16 +14,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
-from daemon.engines.llm.base import ChatOptions, ToolSet
-from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError, RequestTimeout
 from daemon.ops.stream import EventStream
 from daemon.ops.tasks import OwnedTasks
-from daemon.runtime.facade import Hearth
-from daemon.speech.player import ReplyPlayer
+from daemon.runtime.api import (
+    ChatOptions,
+    ReplyPlayer,
+    Services,
+    SynthesisOptions,
+    ToolSet,
+    VoiceRequest,
+)
 from protocols.realtime import config as cfg
 from protocols.realtime.objects import Response, ToolTurns
 from protocols.realtime.responses import Book
@@ -39,7 +43,7 @@ class SessionState:
 
     def __init__(
         self,
-        hearth: Callable[[], Hearth],
+        services: Services,
         *,
         model: str = "",
         beta: bool = False,
@@ -47,8 +51,8 @@ class SessionState:
         asr_aliases: frozenset[str] = frozenset(),
     ) -> None:
         self.id = new_id("sess")
-        self.hearth = hearth
-        self._facade = hearth()
+        self.services = services
+        """The core's services (each call reads the engines in use now)."""
         self.beta = beta
         self.voice_aliases = voice_aliases
         self.asr_aliases = asr_aliases
@@ -58,7 +62,8 @@ class SessionState:
         self._out: EventStream[Event] = EventStream(MAX_OUTBOX)
         self.playback: ReplyPlayer[Event] = ReplyPlayer()
         """The core's player: each reply audio event goes out paced to the client's clock."""
-        self.conversation = self._facade.open_conversation(self.id, hearth, self.playback)
+        # The conversation follows a reload on its own: new engines at its next boundary.
+        self.conversation = services.speech.open_conversation(self.id, self.playback, follow=True)
         self.book = Book(self.id, self.send, self.playback, self._default_response)
         self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
         self._answers: dict[str, asyncio.Task[None]] = {}
@@ -70,11 +75,11 @@ class SessionState:
 
     def _initial(self, model: str) -> cfg.SessionConfig:
         """The session before any ``session.update``: what this Hearth can do."""
-        facade = self._facade
+        services = self.services
         config = cfg.SessionConfig(model=model or "hearth")
-        if not facade.speaks:
+        if not services.voices.speaks:
             config = cfg.SessionConfig(model=config.model, output_modalities=("text",))
-        if not facade.replies:
+        if not services.chat.replies:
             turn = cfg.TurnDetection(create_response=False)
             config = cfg.SessionConfig(
                 model=config.model, output_modalities=config.output_modalities, turn_detection=turn
@@ -104,7 +109,7 @@ class SessionState:
 
     def _deadline(self, response: Response) -> None:
         """The response fails unless it ends within the core's request deadline."""
-        response.deadline = self.hearth().request_deadline()
+        response.deadline = self.services.house.request_deadline()
         response.deadline.on_expiry(functools.partial(self._expire, response))
 
     def _expire(self, response: Response, exc: RequestTimeout) -> None:
@@ -126,13 +131,12 @@ class SessionState:
     def prime(self, chat: ChatOptions) -> None:
         """Have the core evaluate ``chat``'s instructions now, in the background, so that
         the session's first reply evaluates only its own turn."""
-        facade = self.hearth()
-        if chat.instructions is not None and facade.chats:
-            self.spawn(self._prime(facade, chat.instructions), "prime")
+        if chat.instructions is not None and self.services.chat.chats:
+            self.spawn(self._prime(chat.instructions), "prime")
 
-    async def _prime(self, facade: Hearth, instructions: str) -> None:
+    async def _prime(self, instructions: str) -> None:
         try:
-            await facade.prepare_instructions(instructions)
+            await self.services.chat.prepare_instructions(instructions)
         except (HearthError, TimeoutError) as exc:  # the first reply evaluates them instead
             _LOGGER.debug("[%s] the instructions were not prepared: %r", self.id, exc)
 
@@ -141,15 +145,16 @@ class SessionState:
     def asr_model(self, config: cfg.SessionConfig) -> str | None:
         """The ASR model the session names (OpenAI's names: the default)."""
         name = config.transcription.model
-        if not name or self.hearth().has_asr_model(name):
+        if not name or self.services.house.has_asr_model(name):
             return name or None
         return None if name in self.asr_aliases else name
 
     def tts_options(self, voice: str | None, config: cfg.SessionConfig) -> SynthesisOptions:
         """The reply voice, synthesized at the output format's rate (the TTS worker
         resamples, not the event loop)."""
-        return self.hearth().resolve_voice(
-            voice, self.voice_aliases, speed=config.speed, sample_rate=config.output_format.rate
+        rate = config.output_format.rate
+        return self.services.voices.resolve_voice(
+            VoiceRequest(voice, self.voice_aliases, speed=config.speed, sample_rate=rate)
         )
 
     def chat_options(
@@ -186,7 +191,7 @@ class SessionState:
 
     def defaults(self) -> cfg.Defaults:
         """Hearth's values for what the client leaves unset."""
-        return cfg.Defaults.of(self.hearth().config)
+        return cfg.Defaults.of(self.services.house.config)
 
     def _rendered(self) -> dict[str, Any]:
         return cfg.render(self.config, self.defaults(), self.id, self.beta)

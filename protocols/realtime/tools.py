@@ -16,8 +16,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from daemon.engines.llm.base import ChatMessage, ToolCall, ToolSet, tool_set
 from daemon.errors import InvalidRequest
+from daemon.runtime.api import (
+    ChatMessage,
+    ToolCall,
+    ToolSet,
+    tool_set,
+)
 from protocols.realtime.objects import Request, Response
 from protocols.realtime.state import SessionState
 from protocols.realtime.wire import Refused, event, new_id
@@ -121,7 +126,7 @@ async def add_output(session: SessionState, item: dict[str, Any]) -> None:
     call_id, output = item.get("call_id"), item.get("output")
     if not isinstance(call_id, str) or not isinstance(output, str):
         raise Refused("a function_call_output has a string call_id and output", param="item")
-    limit = session.hearth().limits.max_prompt_chars
+    limit = session.services.house.limits.max_prompt_chars
     if len(output) > limit:
         raise Refused(f"the output is longer than {limit} characters", param="item.output")
     item_id = item.get("id") or new_id("item")

@@ -8,4 +8,4 @@ messages and reply audio; it decides nothing. ``manager`` holds the sessions,
 ``tracks`` the audio frames, ``ice`` and ``rtcp`` the transport's settings. The
 signaling route lives in the HTTP room (``protocols/http/rtc.py``). Imports
 ``protocols.patches`` and ``protocols.listener`` of the protocols, and only the
-facade's door into the core."""
+core's services (``daemon.runtime.api``) into the core."""

@@ -29,7 +29,7 @@ from aiortc import (
 
 from daemon.config import Config, WebRtcConfig
 from daemon.errors import Busy, InvalidRequest
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.webrtc import ice
 from protocols.webrtc.rtcp import pace_reports
@@ -75,7 +75,7 @@ class PeerSession(Protocol):
         ...
 
 
-SessionFactory = Callable[[str, RTCPeerConnection, Callable[[], Hearth]], PeerSession]
+SessionFactory = Callable[[str, RTCPeerConnection, Services], PeerSession]
 """Makes a session from (id, peer connection, engines)."""
 
 
@@ -85,10 +85,10 @@ class RtcManager:
     name = "webrtc"
     early = False
 
-    def __init__(self, config: WebRtcConfig, hearth: Callable[[], Hearth]) -> None:
+    def __init__(self, config: WebRtcConfig, services: Services) -> None:
         self.config = config
-        self._hearth = hearth
-        """The engines in use now, as a facade (ModelUnavailable while loading)."""
+        self._services = services
+        """The core's services (ModelUnavailable while the engines load)."""
         self.sessions: dict[str, PeerSession] = {}
         """Open sessions by id (:class:`RtcSession` unless another factory made them)."""
         self.policy = ice.IcePolicy(config.port_min, config.port_max, tuple(config.addresses))
@@ -129,9 +129,9 @@ class RtcManager:
             raise Busy(
                 f"too many WebRTC sessions (webrtc.max_sessions is {self.config.max_sessions})"
             )
-        self._hearth()  # not ready yet: fail before any work
+        self._services.house.check_loaded()  # not ready yet: fail before any work
         pc = RTCPeerConnection(self._rtc_configuration())
-        session = make(uuid.uuid4().hex[:12], pc, self._hearth)
+        session = make(uuid.uuid4().hex[:12], pc, self._services)
         self.sessions[session.id] = session
 
         @pc.on("datachannel")
@@ -241,9 +241,9 @@ class RtcManager:
         so waiting for it to end would only delay the stop."""
         await self.close()
 
-    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
+    def reconfigure(self, config: Config, swapped: bool) -> Drained:
         """WebRTC settings need a restart; new engines are announced to every session."""
-        if hearth is None:
+        if not swapped:
             return lambda: True
         running = [s for s in self.sessions.values() if _session_busy(s)]
         for session in list(self.sessions.values()):
@@ -287,7 +287,7 @@ def _session_busy(session: PeerSession) -> bool:
 
 def _make(wiring: Wiring, made: Mapping[str, Listener]) -> Listener:
     """Sessions belong to the service: counted in /metrics, closed on stop."""
-    return RtcManager(wiring.config.webrtc, wiring.hearth)
+    return RtcManager(wiring.config.webrtc, wiring.services)
 
 
 KIND = ListenerKind("webrtc", _make, restart=("webrtc",))

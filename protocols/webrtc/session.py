@@ -16,20 +16,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aiortc import RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
-from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.tts.base import SynthesisOptions
 from daemon.errors import HearthError
 from daemon.ops.tasks import OwnedTasks
-from daemon.runtime.facade import Hearth
-from daemon.speech import events as ev
-from daemon.speech.conversation import ConversationEvent, Mode
-from daemon.speech.wake_gate import WakeDetected, WakeWaiting
+from daemon.runtime.api import (
+    ConversationEvent,
+    Listening,
+    Mode,
+    Services,
+    SynthesisOptions,
+    TranscribeOptions,
+    WakeDetected,
+    WakeWaiting,
+)
+from daemon.runtime.api import (
+    events as ev,
+)
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
 from protocols.webrtc.tracks import RATE, ReplyTrack, keep_through_bye, microphone
@@ -42,15 +48,13 @@ MAX_PENDING_MESSAGES = 64
 class RtcSession:
     """State of one browser connection (see the module docstring)."""
 
-    def __init__(
-        self, session_id: str, pc: RTCPeerConnection, hearth: Callable[[], Hearth]
-    ) -> None:
+    def __init__(self, session_id: str, pc: RTCPeerConnection, services: Services) -> None:
         self.id = session_id
         self.pc = pc
-        self._hearth = hearth
+        self._services = services
         self.reply_track = ReplyTrack()
         self.channel: Any = None
-        self.conversation = hearth().open_conversation(session_id, hearth, self.reply_track)
+        self.conversation = services.speech.open_conversation(session_id, self.reply_track)
         self.last_activity = time.monotonic()
         self._inbox: asyncio.Queue[str | bytes] = asyncio.Queue(MAX_PENDING_MESSAGES)
         self._tasks = OwnedTasks(f"rtc-{session_id}")
@@ -209,8 +213,7 @@ class RtcSession:
         return SynthesisOptions(voice=command.voice, sample_rate=RATE)
 
     async def _begin(self, command: Command, mode: Mode) -> None:
-        hearing = await self._hearth().hearing(
-            self._hearth,
+        listening = Listening(
             mode,
             model=command.model,
             transcribe=TranscribeOptions(beam_size=command.beam_size, language=command.language),
@@ -220,6 +223,7 @@ class RtcSession:
             tts_options=self._reply_options(command),
             wake_word=command.wake_word,
         )
+        hearing = await self._services.speech.hearing(listening)
         await self.conversation.listen(hearing)  # it stops a reply that is playing
         state: dict[str, Any] = {"mode": self.mode}
         if hearing.wake_model is not None:
@@ -228,7 +232,7 @@ class RtcSession:
 
     async def _stop(self, command: Command) -> None:
         await self.conversation.stop()  # the final (and reply) follow as events
-        if command.model is not None and not self._hearth().has_asr_model(command.model):
+        if command.model is not None and not self._services.house.has_asr_model(command.model):
             # willow-ts-client always names "large"; the model was chosen at start.
             text = f"model '{command.model}' is not configured; used the default"
             self.send(messages.message("log", text=text))

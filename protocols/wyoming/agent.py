@@ -16,17 +16,17 @@ from wyoming.event import Event
 from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop
 
 from daemon.errors import HearthError, InvalidRequest, InvalidText
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Chat
 from protocols.wyoming.errors import Reported, error_event
 
 _LOGGER = logging.getLogger(__name__)
 
 
 async def handle_text(
-    hearth: Hearth, write: Callable[[Event], Awaitable[None]], conn_id: str, event: Event
+    chat: Chat, write: Callable[[Event], Awaitable[None]], conn_id: str, event: Event
 ) -> None:
     """Answer one ``transcript`` with the LLM's reply, streamed."""
-    if not hearth.chats:
+    if not chat.chats:
         raise InvalidRequest("the conversation agent (LLM) is not enabled")
     text = event.data.get("text")
     if not isinstance(text, str):
@@ -34,7 +34,7 @@ async def handle_text(
     raw_context = event.data.get("context")
     context: dict[str, Any] = raw_context if isinstance(raw_context, dict) else {}
     conversation_id = str(context.get("conversation_id") or "")[:128]
-    stream = hearth.chat(conversation_id, text)
+    stream = chat.chat(conversation_id, text)
     # The first piece validates the prompt: a bad one is an error before any output.
     first = await anext(stream, "")
     await write(HandledStart(context=context or None).event())

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from typing import Protocol
 
 from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStop
@@ -30,13 +29,20 @@ from wyoming.event import Event
 from wyoming.vad import VoiceStarted, VoiceStopped
 
 from daemon.audio.pcm import AudioFormat
-from daemon.engines.asr.base import TranscribeOptions
-from daemon.engines.asr.prompt import bias_prompt
 from daemon.errors import AudioTooLong, HearthError
-from daemon.runtime.facade import Hearth
-from daemon.runtime.profiles import Profile, Sensitivity
-from daemon.speech import events as ev
-from daemon.speech.request import SpeechRequest
+from daemon.runtime.api import (
+    HouseView,
+    Profile,
+    Sensitivity,
+    Services,
+    SpeechRequest,
+    SpokenRequest,
+    TranscribeOptions,
+    bias_prompt,
+)
+from daemon.runtime.api import (
+    events as ev,
+)
 from protocols.wyoming.chunks import TranscriptChunker
 from protocols.wyoming.errors import Reported, error_event
 
@@ -65,11 +71,11 @@ def sensitivity_of(value: object) -> Sensitivity:
         return Sensitivity.DEFAULT
 
 
-def ends_turns(hearth: Hearth) -> bool:
+def ends_turns(house: HouseView) -> bool:
     """Whether Hearth ends each request's turn itself: ``wyoming.end_of_turn`` is server
     and the turn model is on (without it Home Assistant's own segmenter ends turns as
     well as a fixed silence here would)."""
-    return hearth.config.wyoming.end_of_turn == "server" and hearth.can_end_turns
+    return house.config.wyoming.end_of_turn == "server" and house.can_end_turns
 
 
 class AsrRequest:
@@ -90,7 +96,7 @@ class AsrRequest:
 
     @classmethod
     async def open(
-        cls, conn: Peer, hearth: Hearth, request: Transcribe, fmt: AudioFormat
+        cls, conn: Peer, services: Services, request: Transcribe, fmt: AudioFormat
     ) -> AsrRequest:
         """The request ``transcribe`` asked for, its audio in ``fmt`` (checked now)."""
         transcribe = TranscribeOptions(
@@ -98,15 +104,16 @@ class AsrRequest:
             # wyoming 1.10: the house's names and terms bias the decode.
             initial_prompt=bias_prompt(request.transcript_names, request.transcript_terms),
         )
-        profile = Profile.SERVER_ENDED if ends_turns(hearth) else Profile.CLIENT_ENDED
-        speech = await hearth.open_request(
-            _held(hearth),  # one request, one set of engines, even across a reload
+        profile = Profile.SERVER_ENDED if ends_turns(services.house) else Profile.CLIENT_ENDED
+        spoken = SpokenRequest(
             profile,
             model=request.name,
             transcribe=transcribe,
             sensitivity=sensitivity_of(request.vad_sensitivity),
             stream=True,
         )
+        # One request, one set of engines, even across a reload (the core holds them).
+        speech = await services.speech.open_request(spoken)
         try:
             speech.start(fmt)
         except BaseException:
@@ -203,8 +210,3 @@ class AsrRequest:
         await self.conn.write(error_event(exc))
         if self.conn.writer.can_write_eof():
             self.conn.writer.write_eof()
-
-
-def _held(hearth: Hearth) -> Callable[[], Hearth]:
-    """The engines a request started with, held to its end (a reload swaps the service's)."""
-    return lambda: hearth

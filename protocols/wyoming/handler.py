@@ -43,9 +43,11 @@ from wyoming.tts import (
 )
 
 from daemon.audio.pcm import AudioFormat
-from daemon.engines.asr.base import TranscribeOptions
 from daemon.errors import HearthError, InvalidAudio
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import (
+    Services,
+    TranscribeOptions,
+)
 from protocols.wyoming.agent import handle_text
 from protocols.wyoming.asr import AsrRequest
 from protocols.wyoming.errors import Reported, error_event
@@ -82,7 +84,7 @@ class WyomingConnection:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        hearth: Callable[[], Hearth],
+        services: Services,
         max_event_bytes: int,
         body_timeout_s: float,
         observer: Observer | None = None,
@@ -90,7 +92,8 @@ class WyomingConnection:
         self.reader = reader
         self.observer = observer
         self.writer = writer
-        self._hearth = hearth
+        self.services = services
+        """The core's services (each call reads the engines in use now)."""
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
         self.id = uuid.uuid4().hex[:8]
@@ -100,18 +103,13 @@ class WyomingConnection:
         self.closing = False
         """Ending: it serves no more requests (after an error it only drops what the
         client still sends, for up to LINGER_S)."""
-        self._wake = WyomingWake(hearth, self.write, self.id)
-        self._tts = WyomingTts(self, hearth)
+        self._wake = WyomingWake(services.wake, self.write, self.id)
+        self._tts = WyomingTts(self, services.voices)
 
     @property
     def busy(self) -> bool:
         """A request is in progress (shutdown lets it finish)."""
         return self._handling or self._asr is not None or self._tts.streaming
-
-    @property
-    def hearth(self) -> Hearth:
-        """The engines in use now, through the facade."""
-        return self._hearth()
 
     async def write(self, event: Event) -> None:
         """Send one event; a client that does not take it in WRITE_TIMEOUT_S is dropped."""
@@ -231,13 +229,13 @@ class WyomingConnection:
         if self._wake.claims(event):
             await self._wake.handle(event)  # detect, and the audio of a detection run
         elif Describe.is_type(kind):
-            await self.write((await build_info(self.hearth)).event())
+            await self.write((await build_info(self.services)).event())
         elif Ping.is_type(kind):
             await self.write(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(kind):
             self._transcribe = Transcribe.from_event(event)
             # An unknown model or a language it does not speak: the error comes now.
-            self.hearth.check_transcribe(
+            self.services.speech.check_transcribe(
                 self._transcribe.name, TranscribeOptions(language=self._transcribe.language or None)
             )
         elif AudioStart.is_type(kind):
@@ -272,7 +270,7 @@ class WyomingConnection:
         request = self._transcribe
         self._transcribe = Transcribe()
         fmt = AudioFormat(start.rate, start.width, start.channels)
-        self._asr = await AsrRequest.open(self, self.hearth, request, fmt)
+        self._asr = await AsrRequest.open(self, self.services, request, fmt)
         await self.write(TranscriptStart(language=self._asr.language).event())
         self._asr.begin()
 
@@ -297,5 +295,5 @@ class WyomingConnection:
     # ------------------------------------------------------------------ conversation
 
     async def _handle_text(self, event: Event) -> None:
-        # The facade is read once: the request keeps it across a reload.
-        await handle_text(self.hearth, self.write, self.id, event)
+        # The reply keeps the engines it started with across a reload.
+        await handle_text(self.services.chat, self.write, self.id, event)

@@ -31,7 +31,7 @@ from wyoming.info import (
 )
 
 from daemon import __version__
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services, WakeWords
 from protocols.wyoming.asr import ends_turns
 
 HEARTH = Attribution(name="Hearth", url="")
@@ -48,12 +48,13 @@ Assistant dropped its own WebRTC gain and noise suppression in 2024.8 (core#1228
 after Whisper did as well on unfiltered audio."""
 
 
-async def build_info(hearth: Hearth) -> Info:
+async def build_info(services: Services) -> Info:
     """Every ASR model, every voice in the store, and the LLM as a handler."""
     # The store is read afresh (a voice just added shows up), in a worker thread.
-    store = await hearth.list_voices()
-    title = hearth.display_name
-    models = hearth.asr_models()
+    store = await services.voices.list_voices()
+    house = services.house
+    title = house.display_name
+    models = house.asr_models()
     asr_models = [
         AsrModel(
             name=model.name,
@@ -88,7 +89,7 @@ async def build_info(hearth: Hearth) -> Info:
                 models=asr_models,
                 supports_transcript_streaming=True,
                 # False: Hearth ends each request's turn itself (wyoming.end_of_turn).
-                requires_external_vad=not ends_turns(hearth),
+                requires_external_vad=not ends_turns(house),
                 prefers_auto_gain_enabled=PREFERS_PROCESSED_AUDIO,
                 prefers_noise_reduction_enabled=PREFERS_PROCESSED_AUDIO,
             )
@@ -97,7 +98,7 @@ async def build_info(hearth: Hearth) -> Info:
             TtsProgram(
                 name=title,
                 attribution=HEARTH,
-                installed=hearth.speaks and bool(voices),
+                installed=services.voices.speaks and bool(voices),
                 description="Hearth text-to-speech (Piper)",
                 version=__version__,
                 voices=voices,
@@ -105,7 +106,7 @@ async def build_info(hearth: Hearth) -> Info:
             )
         ],
     )
-    llm = hearth.llm
+    llm = services.chat.llm
     if llm is not None:
         languages = sorted({lang for m in models for lang in m.languages})
         info.handle = [
@@ -126,11 +127,11 @@ async def build_info(hearth: Hearth) -> Info:
                     )
                 ],
                 supports_handled_streaming=True,
-                supports_home_control=hearth.home_control,
+                supports_home_control=house.home_control,
             )
         ]
-    if hearth.wakes:
-        info.wake = [await _wake_program(hearth, title)]
+    if services.wake.enabled:
+        info.wake = [await _wake_program(services.wake, title)]
     return info
 
 
@@ -138,9 +139,9 @@ MICRO_WAKE = Attribution(name="microWakeWord", url="https://github.com/kahrendt/
 OPEN_WAKE = Attribution(name="openWakeWord", url="https://github.com/dscripka/openWakeWord")
 
 
-async def _wake_program(hearth: Hearth, title: str) -> WakeProgram:
+async def _wake_program(wake: WakeWords, title: str) -> WakeProgram:
     """The wake models: built-in ones and the custom folder as it is now."""
-    models = await hearth.wake_models()  # a model just dropped in shows up
+    models = await wake.models()  # a model just dropped in shows up
     return WakeProgram(
         name=title,
         attribution=HEARTH,

@@ -20,7 +20,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import SupportsIndex
 
@@ -28,7 +28,7 @@ from wyoming.error import Error
 from wyoming.event import async_write_event
 
 from daemon.config import Config, NetworkConfig
-from daemon.runtime.facade import Hearth
+from daemon.runtime.api import Services
 from protocols.listener import Announcement, Drained, Listener, ListenerKind, Wiring
 from protocols.peers import RefusalLog, peer_allowed, refusal
 from protocols.wyoming.framing import MAX_HEADER_BYTES
@@ -68,7 +68,7 @@ class WyomingServer:
     def __init__(
         self,
         uri: str,
-        hearth: Callable[[], Hearth],
+        services: Services,
         max_connections: int,
         max_event_bytes: int,
         body_timeout_s: float,
@@ -77,7 +77,7 @@ class WyomingServer:
     ) -> None:
         self.uri = uri
         self.observer = observer
-        self._hearth = hearth
+        self._services = services
         self.max_connections = max_connections
         self.max_event_bytes = max_event_bytes
         self.body_timeout_s = body_timeout_s
@@ -93,12 +93,12 @@ class WyomingServer:
 
     @classmethod
     def from_config(
-        cls, config: Config, hearth: Callable[[], Hearth], observer: Observer | None = None
+        cls, config: Config, services: Services, observer: Observer | None = None
     ) -> WyomingServer:
         """The listener ``config`` describes (``wyoming.*``, ``limits.request_timeout_s``)."""
         server = cls(
             config.wyoming.uri,
-            hearth,
+            services,
             max_connections=config.wyoming.max_connections,
             max_event_bytes=config.wyoming.max_event_bytes,
             body_timeout_s=config.limits.request_timeout_s,
@@ -125,14 +125,14 @@ class WyomingServer:
         """Open connections."""
         return {"wyoming": self.connections}
 
-    def reconfigure(self, config: Config, hearth: Hearth | None) -> Drained:
+    def reconfigure(self, config: Config, swapped: bool) -> Drained:
         """Apply the live limits; the check covers the requests running now."""
         self.max_connections = config.wyoming.max_connections
         self.max_event_bytes = config.wyoming.max_event_bytes
         self.body_timeout_s = config.limits.request_timeout_s
         self.idle_timeout_s = config.wyoming.idle_timeout_s
         self.network = config.network
-        if hearth is None:
+        if not swapped:
             return lambda: True
         # A connection reads the engines per request: only the running ones hold old ones.
         running = self.busy_connections()
@@ -235,7 +235,7 @@ class WyomingServer:
             await self._refuse(writer, Error(text=text, code="busy"))
             return
         connection = WyomingConnection(
-            reader, writer, self._hearth, self.max_event_bytes, self.body_timeout_s, self.observer
+            reader, writer, self._services, self.max_event_bytes, self.body_timeout_s, self.observer
         )
         task = asyncio.current_task()
         assert task is not None
@@ -276,7 +276,7 @@ class WyomingServer:
 
 def _make(wiring: Wiring, made: Mapping[str, Listener]) -> Listener:
     return WyomingServer.from_config(
-        wiring.config, wiring.hearth, observer=lambda code: wiring.observe("wyoming", code)
+        wiring.config, wiring.services, observer=lambda code: wiring.observe("wyoming", code)
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -26,10 +26,13 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from daemon.engines.tts.base import SentenceAudio, SynthesisOptions
 from daemon.errors import HearthError, InvalidRequest
-from daemon.runtime.facade import Hearth
-from daemon.speech.sentence_speaker import SentenceSpeaker
+from daemon.runtime.api import (
+    SentenceAudio,
+    SentenceSpeaker,
+    SpeechOut,
+    SynthesisOptions,
+)
 
 _LOGGER = logging.getLogger(__name__)
 SAMPLES_PER_CHUNK = 1024
@@ -49,9 +52,9 @@ class Writer(Protocol):
 class WyomingTts:
     """One connection's speech: a whole ``synthesize`` or one stream at a time."""
 
-    def __init__(self, conn: Writer, hearth: Callable[[], Hearth]) -> None:
+    def __init__(self, conn: Writer, voices: SpeechOut) -> None:
         self._conn = conn
-        self._hearth = hearth
+        self._voices = voices
         self._stream: _TtsStream | None = None
 
     @property
@@ -83,23 +86,22 @@ class WyomingTts:
         if stream is not None:
             await stream.cancel()
 
-    def _options(self, hearth: Hearth, voice: Any) -> SynthesisOptions:
-        return hearth.voice_for(
+    def _options(self, voice: Any) -> SynthesisOptions:
+        return self._voices.voice_for(
             getattr(voice, "name", None) or None,
             language=getattr(voice, "language", None) or None,
             speaker=getattr(voice, "speaker", None) or None,
         )
 
     async def _synthesize(self, request: Synthesize) -> None:
-        hearth = self._hearth()  # one request, one set of engines, even across a reload
-        options = self._options(hearth, request.voice)
-        await _send_audio(self._conn, hearth.speak(request.text, options))
+        options = self._options(request.voice)
+        # One request, one set of engines, even across a reload (the speech holds them).
+        await _send_audio(self._conn, self._voices.speak(request.text, options))
 
     async def _start(self, start: SynthesizeStart) -> None:
         await self.close()
-        hearth = self._hearth()
-        options = self._options(hearth, start.voice)
-        self._stream = _TtsStream(self._conn, hearth.speak_stream(options))
+        options = self._options(start.voice)
+        self._stream = _TtsStream(self._conn, self._voices.speak_stream(options))
 
     async def _chunk(self, chunk: SynthesizeChunk) -> None:
         if self._stream is None:

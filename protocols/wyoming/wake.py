@@ -21,8 +21,11 @@ from wyoming.wake import Detect, Detection, NotDetected
 
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import InvalidAudio, InvalidRequest
-from daemon.runtime.facade import Hearth
-from daemon.speech.wake_gate import WakeBatch, WakeListener
+from daemon.runtime.api import (
+    WakeBatch,
+    WakeListener,
+    WakeWords,
+)
 
 _LOGGER = logging.getLogger(__name__)
 MAX_NAMES = 16
@@ -34,11 +37,11 @@ class WyomingWake:
 
     def __init__(
         self,
-        hearth: Callable[[], Hearth],
+        wake: WakeWords,
         write: Callable[[Event], Awaitable[None]],
         conn_id: str,
     ) -> None:
-        self._hearth = hearth
+        self._wake = wake
         self._write = write
         self._id = conn_id
         self._listener: WakeListener | None = None
@@ -73,8 +76,8 @@ class WyomingWake:
 
     async def _detect(self, detect: Detect) -> None:
         await self.close()
-        hearth = self._hearth()
-        if not hearth.wakes:
+        wake = self._wake
+        if not wake.enabled:
             raise InvalidRequest("wake-word detection is not enabled (wake.enabled)")
         names = list(detect.names) if detect.names else None
         if names is not None and (
@@ -82,7 +85,7 @@ class WyomingWake:
         ):
             raise InvalidRequest(f"'detect' names must be at most {MAX_NAMES} model names")
         # A custom model dropped into the folder since the last look counts now.
-        self._listener = await hearth.open_wake(names)
+        self._listener = await wake.open(names)
         self._detected = False
         self._origin = 0
         _LOGGER.debug("[%s] detecting %s", self._id, ", ".join(self._listener.stream.names))

@@ -31,7 +31,7 @@ def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
     assert any(p.startswith("daemon.stray: a module directly in daemon/") for p in problems)
 
 
-def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
+def test_protocol_rooms_and_the_core_api_door(tmp_path, monkeypatch):
     assert import_graph.protocol_room_of("protocols.http.willow") == "http"
     assert import_graph.protocol_room_of("protocols.listener") == "base"
     monkeypatch.setattr(import_graph, "ROOT", tmp_path)
@@ -40,7 +40,7 @@ def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
         "daemon/service.py": "",
         "daemon/runtime/__init__.py": "",
         "daemon/runtime/engines.py": "",
-        "daemon/runtime/facade.py": "",
+        "daemon/runtime/api.py": "",
         "daemon/engines/__init__.py": "",
         "daemon/engines/asr/__init__.py": "",
         "daemon/engines/asr/base.py": "",
@@ -53,7 +53,7 @@ def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
         "protocols/http/errors.py": "",
         "protocols/http/app.py": (
             "from protocols.webrtc import manager\nfrom protocols import listener\n"
-            "from daemon.runtime.facade import Hearth\n"
+            "from daemon.runtime.api import Services, Transcript\n"
             "from daemon.engines.asr.base import Transcript\n"
         ),
         "protocols/webrtc/__init__.py": "",
@@ -77,9 +77,14 @@ def test_protocol_rooms_and_the_facade_door(tmp_path, monkeypatch):
     assert "siblings" in found
     assert "protocols.wyoming.handler -> daemon.runtime.engines: not a module adapters" in found
     assert "protocols.wyoming.handler -> daemon.engines.asr.whisper: not a module" in found
-    # Downward, and through the door: nothing to say about the HTTP app.
-    assert not any(p.startswith("protocols.http.app ") for p in problems)
-    assert len(problems) == 5, problems
+    # The vocabulary's value types come from the core's API, not from their own modules.
+    assert "protocols.http.app -> daemon.engines.asr.base: not a module adapters" in found
+    # Downward, and through the core's API: nothing else to say about the HTTP app.
+    assert [p for p in problems if p.startswith("protocols.http.app ")] == [
+        "protocols.http.app -> daemon.engines.asr.base: not a module adapters may import "
+        "(ADAPTERS_MAY_IMPORT): go through daemon.runtime.api"
+    ]
+    assert len(problems) == 6, problems
 
 
 def test_circles_are_found_and_named(tmp_path, monkeypatch):
@@ -102,8 +107,9 @@ def test_circles_are_found_and_named(tmp_path, monkeypatch):
 
 
 def test_adapters_import_only_the_modules_listed_by_name():
-    """What ``protocols/__init__.py`` promises, enforced: the facade, what it opens, the
-    vocabulary, the foundation, host plumbing and conversion at the edge."""
+    """What ``protocols/__init__.py`` promises, enforced: the core's API (its services,
+    what they open, the vocabulary), the foundation, host plumbing, conversion at the edge
+    and the voice workflows."""
     import ast
     from pathlib import Path
 
@@ -116,6 +122,10 @@ def test_adapters_import_only_the_modules_listed_by_name():
         "daemon.speech.pipeline",
         "daemon.ops.deadline",
         "daemon.speech.transcribe",
+        "daemon.runtime.services",
+        "daemon.runtime.context",
+        "daemon.speech.conversation",
+        "daemon.engines.asr.base",
     ):
         assert forbidden not in import_graph.ADAPTERS_MAY_IMPORT
         why = import_graph.door_problem("protocols.http.app", forbidden)

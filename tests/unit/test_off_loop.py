@@ -19,7 +19,9 @@ from daemon.engines.tts.service import TtsService
 from daemon.engines.tts.voices import VoiceInfo, VoiceStore
 from daemon.engines.workers import WorkerPool
 from daemon.errors import PromptTooLong, UnknownVoice
-from daemon.runtime.facade import Hearth
+from daemon.runtime.context import Core
+from daemon.runtime.requests import VoiceRequest
+from daemon.runtime.services import Services
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from daemon.voices.enroll import Enrollment
 from protocols.webrtc import tracks
@@ -170,8 +172,8 @@ async def test_checks_on_the_loop_answer_from_memory(tmp_path, monkeypatch):
     assert tts.check_voice(SynthesisOptions()).name == "mine"
     assert tts.prepare("Hello.", SynthesisOptions(voice="mine"))[1] == ["Hello."]
     engines = SimpleNamespace(voices=store, tts=tts)
-    hearth = Hearth(engines, parse_config("", "t.yaml"))  # type: ignore[arg-type]
-    assert hearth.resolve_voice("mine").voice == "mine"
+    core = Core(engines, parse_config("", "t.yaml"))  # type: ignore[arg-type]
+    assert Services(lambda: core).voices.resolve_voice(VoiceRequest("mine")).voice == "mine"
     assert reads == []
     # A voice put in the folder since is found (its folder alone is read) ...
     make_voice(tmp_path, "new")
@@ -201,11 +203,12 @@ async def test_describe_lists_the_store_off_the_loop_and_sees_new_voices(tmp_pat
     engines = SimpleNamespace(
         asr={}, voices=store, tts=object(), llm=None, wake=None, turn=None, config=config
     )
-    hearth = Hearth(engines, config)  # type: ignore[arg-type]
+    core = Core(engines, config)  # type: ignore[arg-type]
+    services = Services(lambda: core)
     async with asyncio.timeout(5):
-        before = await build_info(hearth)
+        before = await build_info(services)
         make_voice(tmp_path, "fresh")
-        after = await build_info(hearth)
+        after = await build_info(services)
     names = {v.name for v in after.tts[0].voices}
     assert "fresh" in names and "fresh" not in {v.name for v in before.tts[0].voices}
     assert threads.off_loop(threading.current_thread())

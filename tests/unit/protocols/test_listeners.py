@@ -41,7 +41,7 @@ class FakeListener:
         self.sessions = sessions
         self.in_flight = False
         self.stopped_with: list[float] = []
-        self.reconfigured: list[tuple[Config, object]] = []
+        self.reconfigured: list[tuple[Config, bool]] = []
         self.fail_stop = False
 
     async def start(self) -> None:
@@ -52,8 +52,8 @@ class FakeListener:
         if self.fail_stop:
             raise RuntimeError("cannot stop")
 
-    def reconfigure(self, config: Config, engines: object | None) -> Drained:
-        self.reconfigured.append((config, engines))
+    def reconfigure(self, config: Config, swapped: bool) -> Drained:
+        self.reconfigured.append((config, swapped))
         return lambda: not self.in_flight
 
     def busy(self) -> bool:
@@ -195,9 +195,9 @@ async def test_reload_reconfigures_every_listener_and_retires_only_when_all_drai
         while not retiring:
             await asyncio.sleep(0.01)
     assert service.engines is new
-    hearth = service.hearth
-    assert hearth is not None and hearth.wraps(new, service.config)  # type: ignore[arg-type]
-    assert all(listener.reconfigured == [(service.config, hearth)] for listener in listeners)
+    core = service.core
+    assert core is not None and core.wraps(new, service.config)  # type: ignore[arg-type]
+    assert all(listener.reconfigured == [(service.config, True)] for listener in listeners)
     assert retiring["previous"] is old and retiring["current"] is new
     assert not retiring["drained"]()
     listeners[1].in_flight = False
@@ -209,7 +209,7 @@ def test_a_live_reload_tells_listeners_no_engines_changed(config: Config) -> Non
     service.engines = FakeEngines()  # type: ignore[assignment]
     newer = parse_config(base_yaml(Path(config.state_dir)) + "auth:\n  api_key: k\n", "test.yaml")
     service._apply(plan_reload(config, newer, restart_keys()), None)
-    assert all(listener.reconfigured == [(service.config, None)] for listener in listeners)
+    assert all(listener.reconfigured == [(service.config, False)] for listener in listeners)
 
 
 # ---------------------------------------------------------------- each listener
@@ -229,12 +229,12 @@ class FakeRtcSession:
 def test_webrtc_reload_repoints_every_session_and_drains_the_busy_ones(config: Config) -> None:
     from protocols.webrtc.manager import RtcManager
 
-    manager = RtcManager(config.webrtc, lambda: None)  # type: ignore[arg-type,return-value]
+    manager = RtcManager(config.webrtc, None)  # type: ignore[arg-type]
     talking, idle = FakeRtcSession(busy=True), FakeRtcSession(busy=False)
     manager.sessions = {"a": talking, "b": idle}  # type: ignore[dict-item]
     assert manager.busy() and manager.active_sessions() == {"webrtc": 2}
-    assert manager.reconfigure(config, None)() and talking.told == 0  # live settings only
-    drained = manager.reconfigure(config, FakeEngines())  # type: ignore[arg-type]
+    assert manager.reconfigure(config, False)() and talking.told == 0  # live settings only
+    drained = manager.reconfigure(config, True)
     assert (talking.told, idle.told) == (1, 1)
     assert not drained()
     talking.busy = False  # the utterance on the old engines ended
@@ -250,7 +250,7 @@ def test_http_reload_drains_requests_begun_before_the_swap(config: Config) -> No
     before = inflight.begin("willow")
     offer = inflight.begin("webrtc")  # the WebRTC listener counts its sessions
     assert listener.active_sessions() == {"willow": 1, "openai": 0}
-    drained = listener.reconfigure(config, FakeEngines())  # type: ignore[arg-type]
+    drained = listener.reconfigure(config, True)
     after = inflight.begin("openai")  # on the new engines: not waited for
     assert not drained()
     inflight.end(before)
@@ -262,13 +262,13 @@ def test_http_reload_drains_requests_begun_before_the_swap(config: Config) -> No
 def test_wyoming_reload_applies_limits_and_drains_busy_connections(config: Config) -> None:
     from protocols.wyoming.server import WyomingServer
 
-    server = WyomingServer.from_config(config, lambda: None)  # type: ignore[arg-type,return-value]
+    server = WyomingServer.from_config(config, None)  # type: ignore[arg-type]
     busy = type("Connection", (), {"busy": True})()
     server._tasks = {object(): busy}  # type: ignore[dict-item]
     newer = parse_config(
         base_yaml(Path(config.state_dir)) + "wyoming:\n  max_connections: 3\n", "test.yaml"
     )
-    drained = server.reconfigure(newer, FakeEngines())  # type: ignore[arg-type]
+    drained = server.reconfigure(newer, True)
     assert server.max_connections == 3 and server.active_sessions() == {"wyoming": 1}
     assert not drained()
     busy.busy = False
@@ -285,7 +285,7 @@ def test_http_reload_waits_for_a_session_only_while_it_holds_engines(config: Con
     hearing = {"talking": True}
     talking.busy = lambda: hearing["talking"]
     idle.busy = lambda: False
-    drained = listener.reconfigure(config, FakeEngines())  # type: ignore[arg-type]
+    drained = listener.reconfigure(config, True)
     assert not drained()  # an utterance on the old engines
     hearing["talking"] = False
     assert drained()  # both sockets still open: they move to the new engines

@@ -17,7 +17,7 @@ class FakeService:
 
     def __init__(self, api_key: str = "") -> None:
         self.config = parse_config(f'auth:\n  api_key: "{api_key}"\n', "test.yaml")
-        self.hearth = None
+        self.loaded = False
         self.inflight = InFlight()
         self.metrics = Metrics(
             lambda: ServiceSnapshot(

@@ -1,4 +1,4 @@
-"""The household's names reach every speech session through the facade's one door, as
+"""The household's names reach every speech session the core's services open, as
 a second reading's prompt after the client's own names, within each model's budget; a
 Wyoming request on the wire shows it."""
 
@@ -19,9 +19,11 @@ from daemon.engines.asr.prompt import MAX_PROMPT_CHARS
 from daemon.house.names import HouseName, NameKind, SourceState, Tier
 from daemon.house.prompt import PromptBudget
 from daemon.house.store import NameStore
-from daemon.runtime.facade import Hearth
+from daemon.runtime.context import Core
 from daemon.runtime.profiles import Profile
-from daemon.runtime.speech_door import HouseHints
+from daemon.runtime.requests import Listening
+from daemon.runtime.services import Services
+from daemon.runtime.sessions import HouseHints, household_hints, open_session
 from daemon.speech.conversation import Mode
 from protocols.wyoming.server import WyomingServer
 from tests.fakes import FakeAsr, FakeEngines, fake_config, fake_engines, utterance
@@ -56,9 +58,9 @@ def hints_of(open_session: Callable[[], object]) -> HouseHints | None:
 
 
 def test_every_profile_reads_a_second_time_with_the_names_after_the_clients(fakes, store):
-    hearth = Hearth(fakes.engines, house=store)
+    core = Core(fakes.engines, house=store)
     client = TranscribeOptions(initial_prompt="Ada's lamp, porch.")
-    session = hearth._session(Profile.CLIENT_ENDED, None, client)
+    session = open_session(core, Profile.CLIENT_ENDED, None, client)
     assert session.options.transcribe.initial_prompt == "Ada's lamp, porch."  # first reading
     wyoming = session.options.hints
     assert isinstance(wyoming, HouseHints)
@@ -67,28 +69,28 @@ def test_every_profile_reads_a_second_time_with_the_names_after_the_clients(fake
     assert hint.names == ("Niamh's Lamp",)
     assert wyoming.hint("What time is it?") is None
     for profile in Profile:  # every client's timing: no names of their own
-        hints = hints_of(lambda p=profile: hearth._session(p))
+        hints = hints_of(lambda p=profile: open_session(core, p))
         assert hints is not None
         assert hints.hint("the glimmer box").prompt == "Glimmerbox."  # type: ignore[union-attr]
 
 
 async def test_a_conversation_hears_with_the_names(fakes, store):
-    hearth = Hearth(fakes.engines, house=store)
-    hearing = await hearth.hearing(lambda: hearth, Mode.HANDS_FREE)
+    core = Core(fakes.engines, house=store)
+    hearing = await Services(lambda: core).speech.hearing(Listening(Mode.HANDS_FREE))
     assert hints_of(hearing.open_session) is not None
 
 
 def test_nothing_changes_without_home_assistant(fakes):
-    for hearth in (Hearth(fakes.engines), Hearth(fakes.engines, house=NameStore())):
-        assert hints_of(lambda h=hearth: h._session(Profile.CLIENT_ENDED)) is None
-        assert hearth.household_hints(None, TranscribeOptions()) is None
+    for core in (Core(fakes.engines), Core(fakes.engines, house=NameStore())):
+        assert hints_of(lambda c=core: open_session(c, Profile.CLIENT_ENDED)) is None
+        assert household_hints(core, None, TranscribeOptions()) is None
 
 
 def test_names_published_after_a_session_opened_reach_it(fakes):
     store = NameStore()
     store.state = SourceState.CONNECTING
-    hearth = Hearth(fakes.engines, house=store)
-    hints = hints_of(lambda: hearth._session(Profile.CLIENT_ENDED))
+    core = Core(fakes.engines, house=store)
+    hints = hints_of(lambda: open_session(core, Profile.CLIENT_ENDED))
     assert hints is not None and hints.hint("Turn on Neve's lamp.") is None
     asyncio.run(store.publish([HouseName("Niamh's Lamp", NameKind.ENTITY, Tier.DEVICE)], 1.0))
     assert hints.hint("Turn on Neve's lamp.") is not None  # the same session, the new names
@@ -99,14 +101,14 @@ def test_each_model_has_its_own_budget(fakes):
             for b in "mnpqrstv"]  # fmt: skip
     store = NameStore()
     asyncio.run(store.publish(many, 1.0))
-    hearth = Hearth(fakes.engines, house=store)
-    whisper = hearth.household_hints(None, TranscribeOptions(initial_prompt="x " * 180))
+    core = Core(fakes.engines, house=store)
+    whisper = household_hints(core, None, TranscribeOptions(initial_prompt="x " * 180))
     long = whisper.hint("lampa")  # type: ignore[union-attr]
     assert long is not None and len(long.prompt) <= MAX_PROMPT_CHARS
     distil = fakes.asr["other"]
     distil.max_prompt_tokens = 12
     distil.token_counter = lambda: halves  # type: ignore[method-assign]
-    short = hearth.household_hints("other", TranscribeOptions()).hint("lampa")  # type: ignore[union-attr]
+    short = household_hints(core, "other", TranscribeOptions()).hint("lampa")  # type: ignore[union-attr]
     assert short is not None and halves(" " + short.prompt) <= 12 < halves(" " + long.prompt)
 
 
@@ -128,8 +130,8 @@ async def server(fakes: FakeEngines, store: NameStore) -> AsyncIterator[WyomingS
     misspeller = Misspeller("fake", phrases={220.0: "turn on Neve's lamp"}, words_per_s=20)
     fakes.engines.asr["fake"] = misspeller
     fakes.asr["fake"] = misspeller
-    hearth = Hearth(fakes.engines, house=store)
-    running = WyomingServer("tcp://127.0.0.1:0", lambda: hearth, 8, 65536, 2.0)
+    core = Core(fakes.engines, house=store)
+    running = WyomingServer("tcp://127.0.0.1:0", Services(lambda: core), 8, 65536, 2.0)
     await running.start()
     yield running
     await running.stop(grace_s=1.0)

@@ -2,7 +2,7 @@
 
 A client's own instructions and limits for its replies (``ChatOptions``), through
 the chat service, the pipeline's speculative replies and the conversation; a reply
-that answers tool turns after the question (``ChatOptions.turns``) and the facade's
+that answers tool turns after the question (``ChatOptions.turns``) and the chat service's
 start of a reply that may call tools; a reply stopped without stopping the hearing
 (``Conversation.interrupt``); hands-free with the fixed silence
 (``Profile.HANDS_FREE_SILENCE``); a sensitivity for a conversation's hearing.
@@ -22,6 +22,7 @@ from daemon.config import parse_config
 from daemon.engines.llm.base import ChatMessage, Sampling, ToolCall
 from daemon.errors import InvalidRequest, TextTooLong
 from daemon.runtime.profiles import Profile, Sensitivity, session_profile
+from daemon.runtime.requests import Listening
 from daemon.speech import events as ev
 from daemon.speech.chat import ChatOptions, ChatService, ChatSettings, ConversationStore
 from daemon.speech.conversation import Mode
@@ -97,13 +98,13 @@ async def test_turns_after_the_question_are_answered_and_the_exchange_remembered
     ]
 
 
-async def test_the_facade_starts_a_tool_reply_with_the_history(tmp_path: Path):
+async def test_the_chat_service_starts_a_tool_reply_with_the_history(tmp_path: Path):
     fakes = fake_engines(fake_config(tmp_path))
     try:
-        hearth = fakes.hearth
-        chat = hearth._chat()
+        chat = fakes.engines.chat
+        assert chat is not None
         chat.remember("c", "Hi.", "Hello.")
-        messages = await hearth.chat_messages("c", "Lights?", "Be kind.")
+        messages = await fakes.services.chat.chat_messages("c", "Lights?", "Be kind.")
         assert messages[0] == ChatMessage("system", "Be kind.")
         assert messages[1:] == [
             ChatMessage("user", "Hi."),
@@ -130,12 +131,12 @@ async def next_of(events: AsyncIterator[object], kind: type) -> list[object]:
 async def test_a_conversation_writes_hands_free_replies_under_its_chat_options(tmp_path: Path):
     llm = SamplingLlm()
     fakes = fake_engines(fake_config(tmp_path), llm=llm)
-    hearth = fakes.hearth
-    conversation = hearth.open_conversation("c", lambda: hearth)
+    speech = fakes.services.speech
+    conversation = speech.open_conversation("c")
     events = conversation.events()
     try:
         conversation.chat_options = ChatOptions("Rhyme.", max_tokens=5)
-        await conversation.listen(await hearth.hearing(lambda: hearth, Mode.HANDS_FREE, reply=True))
+        await conversation.listen(await speech.hearing(Listening(Mode.HANDS_FREE, reply=True)))
         pcm = utterance(220.0).astype("<i2").tobytes()
         for offset in range(0, len(pcm), 3200):
             await conversation.feed(INTERNAL, pcm[offset : offset + 3200])
@@ -155,11 +156,11 @@ async def test_a_conversation_writes_hands_free_replies_under_its_chat_options(t
 async def test_interrupt_stops_the_reply_and_hearing_goes_on(tmp_path: Path):
     llm = FakeLlm([f"Word{n} " for n in range(200)])
     fakes = fake_engines(fake_config(tmp_path), llm=llm)
-    hearth = fakes.hearth
-    conversation = hearth.open_conversation("c", lambda: hearth)
+    speech = fakes.services.speech
+    conversation = speech.open_conversation("c")
     events = conversation.events()
     try:
-        await conversation.listen(await hearth.hearing(lambda: hearth, Mode.HANDS_FREE, reply=True))
+        await conversation.listen(await speech.hearing(Listening(Mode.HANDS_FREE, reply=True)))
         await conversation.ask("Count.", speak=False)
         await next_of(events, ev.ReplyChunk)
         await conversation.interrupt()
@@ -186,12 +187,10 @@ def test_hands_free_silence_never_asks_the_turn_model():
 
 async def test_hearing_takes_a_sensitivity(tmp_path: Path):
     fakes = fake_engines(fake_config(tmp_path))
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     try:
-        default = await hearth.hearing(lambda: hearth, Mode.HANDS_FREE)
-        eager = await hearth.hearing(
-            lambda: hearth, Mode.HANDS_FREE, sensitivity=Sensitivity.AGGRESSIVE
-        )
+        default = await speech.hearing(Listening(Mode.HANDS_FREE))
+        eager = await speech.hearing(Listening(Mode.HANDS_FREE, sensitivity=Sensitivity.AGGRESSIVE))
         slow, quick = default.open_session(), eager.open_session()
         sooner, later = quick.settings.endpoint, slow.settings.endpoint
         assert sooner.trailing_silence_s < later.trailing_silence_s

@@ -15,6 +15,7 @@ from daemon.audio.decode import PcmBody
 from daemon.audio.pcm import INTERNAL
 from daemon.errors import AudioTooLong, InvalidAudio, RequestTimeout
 from daemon.runtime.profiles import Profile
+from daemon.runtime.requests import SpokenRequest
 from daemon.speech import events as ev
 from daemon.speech.intake import AudioIntake
 from tests.fakes import KITCHEN, FakeEngines, fake_config, fake_engines, silence, utterance
@@ -51,9 +52,9 @@ def slow_asr(fakes: FakeEngines, seconds: float) -> None:
 
 async def test_a_client_ended_request_answers_with_its_final(tmp_path: Path) -> None:
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.CLIENT_ENDED)
+        request = await speech.open_request(SpokenRequest(Profile.CLIENT_ENDED))
         try:
             await request.feed(INTERNAL, pcm(utterance()))
             final = await request.finish()
@@ -65,9 +66,9 @@ async def test_a_client_ended_request_answers_with_its_final(tmp_path: Path) -> 
 
 async def test_streamed_events_end_with_the_final(tmp_path: Path) -> None:
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.CLIENT_ENDED, stream=True)
+        request = await speech.open_request(SpokenRequest(Profile.CLIENT_ENDED, stream=True))
         seen: list[object] = []
 
         async def read() -> None:
@@ -89,10 +90,10 @@ async def test_a_server_ended_request_answers_while_the_client_sends(
 ) -> None:
     monkeypatch.setattr(AudioIntake, "recording", lambda self: False)  # a live speaker
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     limit = fakes.engines.config.limits.max_audio_s
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.SERVER_ENDED)
+        request = await speech.open_request(SpokenRequest(Profile.SERVER_ENDED))
         await request.feed(INTERNAL, pcm(utterance()))
         while not request.turn_over:
             await request.feed(INTERNAL, pcm(silence(0.1)))
@@ -110,9 +111,9 @@ async def test_a_server_ended_request_answers_while_the_client_sends(
 async def test_an_upload_past_the_deadline_is_a_timeout(tmp_path: Path) -> None:
     fakes = engines(tmp_path, timeout_s=1.0)
     slow_asr(fakes, 2.5)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.DEVICE_UPLOAD)
+        request = await speech.open_request(SpokenRequest(Profile.DEVICE_UPLOAD))
         await request.hear_body(chunks(pcm(utterance())), PcmBody(INTERNAL, 60))
         with pytest.raises(RequestTimeout) as caught:
             await request.finish()
@@ -123,9 +124,9 @@ async def test_an_upload_past_the_deadline_is_a_timeout(tmp_path: Path) -> None:
 
 async def test_a_live_streams_deadline_starts_at_the_end_of_its_audio(tmp_path: Path) -> None:
     fakes = engines(tmp_path, timeout_s=1.0)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.CLIENT_ENDED)
+        request = await speech.open_request(SpokenRequest(Profile.CLIENT_ENDED))
         audio = pcm(utterance())
         step = len(audio) // 4 // 2 * 2
         for offset in range(0, len(audio), step):  # the speaker takes longer than the deadline
@@ -139,9 +140,9 @@ async def test_a_live_streams_deadline_starts_at_the_end_of_its_audio(tmp_path: 
 
 async def test_a_body_without_audio_is_refused(tmp_path: Path) -> None:
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.DEVICE_UPLOAD)
+        request = await speech.open_request(SpokenRequest(Profile.DEVICE_UPLOAD))
         with pytest.raises(InvalidAudio, match="no audio"):
             await request.hear_body(chunks(b""), PcmBody(INTERNAL, 60))
         await request.close()
@@ -150,10 +151,10 @@ async def test_a_body_without_audio_is_refused(tmp_path: Path) -> None:
 
 async def test_a_kept_upload_is_written_once_answered(tmp_path: Path) -> None:
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     folder = tmp_path / "kept"
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.DEVICE_UPLOAD, record_to=folder)
+        request = await speech.open_request(SpokenRequest(Profile.DEVICE_UPLOAD, record_to=folder))
         await request.hear_body(chunks(pcm(utterance())), PcmBody(INTERNAL, 60))
         await request.finish()
         await request.close()
@@ -164,9 +165,9 @@ async def test_a_kept_upload_is_written_once_answered(tmp_path: Path) -> None:
 
 async def test_a_translation_rides_on_the_final(tmp_path: Path) -> None:
     fakes = engines(tmp_path)
-    hearth = fakes.hearth
+    speech = fakes.services.speech
     async with asyncio.timeout(TIMEOUT_S):
-        request = await hearth.open_request(lambda: hearth, Profile.DEVICE_UPLOAD, translate=True)
+        request = await speech.open_request(SpokenRequest(Profile.DEVICE_UPLOAD, translate=True))
         await request.hear_body(chunks(pcm(utterance())), PcmBody(INTERNAL, 60))
         final = await request.finish()
         await request.close()

@@ -39,8 +39,9 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 from daemon.config import Config
 from daemon.ops.inflight import InFlight
 from daemon.ops.metrics import Metrics, ServiceSnapshot
+from daemon.runtime.context import Core
 from daemon.runtime.engines import Engines
-from daemon.runtime.facade import Hearth
+from daemon.runtime.services import Services
 from daemon.voices.training import Training
 from protocols.http.app import create_app
 from tests.fakes import FakeEngines, fake_config, fake_engines
@@ -86,7 +87,9 @@ class Service:
 
     def __init__(self, config: Config, engines: Engines) -> None:
         self.config = config
-        self.hearth: Hearth | None = Hearth(engines)
+        core = Core(engines)
+        self.loaded = True
+        self.services = Services(lambda: core)
         self.training = Training(config)
         self.inflight = InFlight()
         self.metrics = Metrics(lambda: ServiceSnapshot("ready", ("loading", "ready"), None))

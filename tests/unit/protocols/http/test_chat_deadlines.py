@@ -9,7 +9,8 @@ from fastapi.testclient import TestClient
 
 from daemon.config import parse_config
 from daemon.engines.llm.base import LlmEngine
-from daemon.runtime.facade import Hearth
+from daemon.runtime.context import Core
+from daemon.runtime.services import Services
 from daemon.speech.chat import ChatService, ChatSettings, ConversationStore
 from protocols.http.app import create_app
 
@@ -33,7 +34,9 @@ class Service:
         self.config = parse_config("limits:\n  request_timeout_s: 1\n")
         chat = ChatService(StallingLlm(), ConversationStore(4, 60, 10), ChatSettings())
         engines = SimpleNamespace(chat=chat, llm=chat.llm)
-        self.hearth = Hearth(engines, self.config)  # type: ignore[arg-type]
+        core = Core(engines, self.config)  # type: ignore[arg-type]
+        self.loaded = True
+        self.services = Services(lambda: core)
 
     def health(self):
         return True, {"status": "ok"}

@@ -14,7 +14,6 @@ from starlette.types import Receive, Scope, Send
 
 from daemon.config import parse_config
 from daemon.errors import ConfigError
-from daemon.runtime.facade import Hearth
 from protocols.http.app import create_app
 from protocols.http.cors import CARD_ROUTES, CardCors, card_methods, is_card_route
 
@@ -37,7 +36,7 @@ class FakeService:
 
     def __init__(self, origins: list[str], api_key: str = "") -> None:
         self.config = parse_config(config_text(origins, api_key))
-        self.hearth: Hearth | None = None
+        self.loaded = False
 
     def health(self) -> tuple[bool, dict[str, str]]:
         return False, {"status": "loading"}

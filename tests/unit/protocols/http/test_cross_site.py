@@ -11,7 +11,6 @@ from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from daemon.config import parse_config
-from daemon.runtime.facade import Hearth
 from protocols.http.app import create_app
 from protocols.http.origin import host_name, same_origin
 
@@ -27,7 +26,7 @@ class Service:
 
     def __init__(self, extra: str = "") -> None:
         self.config = parse_config(f'http:\n  cors_origins: ["{HA}"]\n{extra}')
-        self.hearth: Hearth | None = None
+        self.loaded = False
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         return False, {"status": "loading", "versions": {"ctranslate2": "4"}, "engines": {}}

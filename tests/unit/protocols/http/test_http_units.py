@@ -208,7 +208,7 @@ class LoadingService:
 
     def __init__(self, api_key: str = "") -> None:
         self.config = parse_config(f'auth:\n  api_key: "{api_key}"\n')
-        self.hearth = None
+        self.loaded = False
 
     def health(self):
         return False, {"status": "loading"}

@@ -97,7 +97,7 @@ async def open_client(
     socket = FakeSocket()
     session = RealtimeSession(
         socket,
-        lambda: fakes.hearth,
+        fakes.services,
         model="gpt-realtime",
         beta=beta,
         voice_aliases=OPENAI_VOICES,

@@ -154,7 +154,7 @@ async def open_call(tmp_path: Path, llm: FakeLlm | None = None, **options: Any) 
     call = RealtimeCall(
         "call1",
         pc,  # type: ignore[arg-type]
-        lambda: fakes.hearth,
+        fakes.services,
         model="gpt-realtime",
         voice_aliases=OPENAI_VOICES,
         asr_aliases=OPENAI_ASR,

@@ -450,9 +450,9 @@ async def test_a_response_past_its_deadline_fails(tmp_path: Path):
     client, task = await open_client(tmp_path, llm=SlowLlm())
     try:
         await client.next()
-        hearth = client.fakes.hearth
-        hearth.config = replace(
-            hearth.config, limits=replace(hearth.config.limits, request_timeout_s=0.5)
+        core = client.fakes.core
+        core.config = replace(
+            core.config, limits=replace(core.config.limits, request_timeout_s=0.5)
         )
         item = [{"type": "input_text", "text": "Hi"}]
         client.send(

@@ -50,7 +50,7 @@ async def manager(tmp_path: Path) -> Any:
         connect_timeout_s=CONNECT_TIMEOUT_S,
     )
     fakes = fake_engines(fake_config(tmp_path))
-    manager = RtcManager(config, lambda: fakes.hearth)
+    manager = RtcManager(config, fakes.services)
     await manager.start()
     yield manager
     await asyncio.wait_for(manager.close(), TIMEOUT_S)

@@ -10,8 +10,9 @@ from aiortc.mediastreams import MediaStreamError
 from daemon.audio.pcm import RATE
 from daemon.config import parse_config
 from daemon.engines.workers import WorkerPool
-from daemon.runtime.facade import Hearth
+from daemon.runtime.context import Core
 from daemon.runtime.profiles import session_profiles
+from daemon.runtime.services import Services
 from daemon.speech.endpoint import EndpointConfig
 from daemon.speech.session import SessionSettings, SpeechSession
 from protocols.webrtc.messages import Command
@@ -22,7 +23,7 @@ FRAME = 320  # 20 ms at 16 kHz
 
 
 class FakeEngines:
-    """Just what an RtcSession asks of the Engines container, through the facade."""
+    """Just what an RtcSession asks of the Engines container, through the services."""
 
     partials = False
     pipeline = None
@@ -95,7 +96,7 @@ class FakeTrack:
 
 
 def setup(engines_ref: list):
-    session = RtcSession("t", FakePc(), lambda: Hearth(engines_ref[0]))
+    session = RtcSession("t", FakePc(), Services(lambda: Core(engines_ref[0])))
     channel = FakeChannel()
     session.attach_channel(channel)
     track = FakeTrack()

@@ -175,7 +175,7 @@ class Rtc:
 async def rtc(tmp_path: Path) -> AsyncIterator[Rtc]:
     fakes = fake_engines(fake_config(tmp_path))
     pc, channel, mic = FakePeerConnection(), FakeChannel(), FakeMicrophone()
-    session = RtcSession("rtc-test", pc, lambda: fakes.hearth)  # type: ignore[arg-type]
+    session = RtcSession("rtc-test", pc, fakes.services)  # type: ignore[arg-type]
     session.attach_channel(channel)
     session.attach_track(mic)
     yield Rtc(session, channel, mic, pc, fakes)

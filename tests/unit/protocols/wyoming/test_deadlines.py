@@ -81,7 +81,7 @@ async def test_a_whole_header_line_and_the_end_of_the_stream_still_read() -> Non
 async def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WyomingServer]:
     monkeypatch.setattr(handler, "WRITE_TIMEOUT_S", WRITE_TIMEOUT_S)
     fakes: FakeEngines = fake_engines(fake_config(tmp_path))
-    server = WyomingServer("tcp://127.0.0.1:0", lambda: fakes.hearth, 4, 1 << 20, 2.0)
+    server = WyomingServer("tcp://127.0.0.1:0", fakes.services, 4, 1 << 20, 2.0)
     async with asyncio.timeout(TIMEOUT_S):
         await server.start()
     yield server

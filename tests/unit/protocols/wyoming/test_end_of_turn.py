@@ -145,7 +145,7 @@ async def serving(
     fakes.engines.turn = turn
     outcomes: list[str] = []
     server = WyomingServer(
-        "tcp://127.0.0.1:0", lambda: fakes.hearth, 8, 1 << 16, 2.0, observer=outcomes.append
+        "tcp://127.0.0.1:0", fakes.services, 8, 1 << 16, 2.0, observer=outcomes.append
     )
     async with asyncio.timeout(TIMEOUT_S):
         await server.start()
@@ -192,7 +192,7 @@ async def test_info_says_who_ends_the_turn(tmp_path, vad, wyoming, external):
         # Whisper, the VAD and the turn model want the microphone's own audio.
         assert asr.prefers_auto_gain_enabled is False
         assert asr.prefers_noise_reduction_enabled is False
-        assert ends_turns(served.fakes.hearth) is not external
+        assert ends_turns(served.fakes.services.house) is not external
 
 
 # --------------------------------------------------------------------------- server mode

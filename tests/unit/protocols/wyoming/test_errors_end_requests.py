@@ -27,7 +27,7 @@ from wyoming.tts import Synthesize, SynthesizeVoice
 
 from daemon.engines.tts.base import SynthesisOptions
 from daemon.engines.tts.voices import VoiceInfo
-from daemon.runtime.facade import Hearth
+from daemon.runtime.context import Core
 from tests.fakes import FakeTts, tone, utterance
 from tests.unit.protocols.wyoming.test_handler import (
     HA_CHUNK,
@@ -150,8 +150,8 @@ async def test_a_request_past_its_deadline_is_a_timeout_then_eof(daemon):
     assert engines.tts is not None
     engines.tts.engine = SlowTts()
     limits = dataclasses.replace(engines.config.limits, request_timeout_s=0.2)
-    # A live reload of the limits: a new facade over the same engines.
-    daemon.fakes.hearth = Hearth(engines, dataclasses.replace(engines.config, limits=limits))
+    # A live reload of the limits: a new core over the same engines.
+    daemon.fakes.core = Core(engines, dataclasses.replace(engines.config, limits=limits))
     events = await home_assistant(daemon, [Synthesize(text="Dinner is ready.").event()])
     assert_error_then_eof(events, "timeout")
 

@@ -134,7 +134,7 @@ async def start_daemon(tmp_path: Path, max_connections: int = 8) -> Daemon:
     daemon: Daemon
     server = WyomingServer(
         "tcp://127.0.0.1:0",
-        lambda: fakes.hearth,
+        fakes.services,
         max_connections,
         config.wyoming.max_event_bytes,
         2.0,

@@ -26,7 +26,7 @@ async def serving(tmp_path: Path, idle_timeout_s: float) -> AsyncIterator[Wyomin
     """A Wyoming server over fake engines, with CAP connections at most."""
     fakes: FakeEngines = fake_engines(fake_config(tmp_path))
     server = WyomingServer(
-        "tcp://127.0.0.1:0", lambda: fakes.hearth, CAP, 1 << 20, 2.0, idle_timeout_s=idle_timeout_s
+        "tcp://127.0.0.1:0", fakes.services, CAP, 1 << 20, 2.0, idle_timeout_s=idle_timeout_s
     )
     async with asyncio.timeout(TIMEOUT_S):
         await server.start()

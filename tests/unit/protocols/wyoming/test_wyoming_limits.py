@@ -24,9 +24,7 @@ async def test_a_transcript_past_the_core_deadline_is_a_timeout_error(tmp_path):
         return heard(audio, options)
 
     slow.transcribe = transcribe  # type: ignore[method-assign]
-    daemon = Daemon(
-        fakes, WyomingServer("tcp://127.0.0.1:0", lambda: fakes.hearth, 4, 1 << 20, 2.0)
-    )
+    daemon = Daemon(fakes, WyomingServer("tcp://127.0.0.1:0", fakes.services, 4, 1 << 20, 2.0))
     async with asyncio.timeout(10):
         await daemon.server.start()
         client = await daemon.connect()
