@@ -27,6 +27,7 @@ from wyoming.tts import (
 )
 
 from daemon.engines.models import package_dir
+from daemon.runtime.services import Services
 from protocols.wyoming.server import WyomingServer
 from tests.daemon import Daemon
 from tests.helpers import assert_heard, noise, silence, sounds_like, word_error_rate, words
@@ -602,7 +603,7 @@ async def test_the_listener_also_serves_a_unix_socket(tmp_path):
         raise AssertionError("not needed")
 
     path = tmp_path / "wyoming.sock"
-    server = WyomingServer(f"unix://{path}", no_engines, 4, 1 << 20, 5.0)
+    server = WyomingServer(f"unix://{path}", Services(no_engines), 4, 1 << 20, 5.0)
     await server.start()
     try:
         reader, writer = await asyncio.open_unix_connection(str(path))
