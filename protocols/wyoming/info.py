@@ -31,7 +31,7 @@ from wyoming.info import (
 )
 
 from daemon import __version__
-from daemon.runtime.api import Services, WakeWords
+from daemon.runtime.api import HouseView, ModelView, Services, VoiceInfo, WakeWords
 from protocols.wyoming.asr import ends_turns
 
 HEARTH = Attribution(name="Hearth", url="")
@@ -55,6 +55,21 @@ async def build_info(services: Services) -> Info:
     house = services.house
     title = house.display_name
     models = house.asr_models()
+    info = Info(
+        asr=[_asr_program(house, models, title)],
+        tts=[_tts_program(store, services.voices.speaks, title)],
+    )
+    llm = services.chat.llm
+    if llm is not None:
+        languages = sorted({lang for m in models for lang in m.languages})
+        info.handle = [_handle_program(llm, languages, house.home_control, title)]
+    if services.wake.enabled:
+        info.wake = [await _wake_program(services.wake, title)]
+    return info
+
+
+def _asr_program(house: HouseView, models: list[ModelView], title: str) -> AsrProgram:
+    """The ASR models, and whether Hearth ends each request's turn itself."""
     asr_models = [
         AsrModel(
             name=model.name,
@@ -66,6 +81,23 @@ async def build_info(services: Services) -> Info:
         )
         for model in models
     ]
+    return AsrProgram(
+        name=title,
+        attribution=HEARTH,
+        installed=bool(asr_models),
+        description="Hearth speech-to-text (VAD-gated, speculative Whisper)",
+        version=__version__,
+        models=asr_models,
+        supports_transcript_streaming=True,
+        # False: Hearth ends each request's turn itself (wyoming.end_of_turn).
+        requires_external_vad=not ends_turns(house),
+        prefers_auto_gain_enabled=PREFERS_PROCESSED_AUDIO,
+        prefers_noise_reduction_enabled=PREFERS_PROCESSED_AUDIO,
+    )
+
+
+def _tts_program(store: list[VoiceInfo], speaks: bool, title: str) -> TtsProgram:
+    """Every voice in the store (installed once TTS is loaded)."""
     voices = [
         TtsVoice(
             name=voice.name,
@@ -78,61 +110,40 @@ async def build_info(services: Services) -> Info:
         )
         for voice in store
     ]
-    info = Info(
-        asr=[
-            AsrProgram(
-                name=title,
-                attribution=HEARTH,
-                installed=bool(asr_models),
-                description="Hearth speech-to-text (VAD-gated, speculative Whisper)",
-                version=__version__,
-                models=asr_models,
-                supports_transcript_streaming=True,
-                # False: Hearth ends each request's turn itself (wyoming.end_of_turn).
-                requires_external_vad=not ends_turns(house),
-                prefers_auto_gain_enabled=PREFERS_PROCESSED_AUDIO,
-                prefers_noise_reduction_enabled=PREFERS_PROCESSED_AUDIO,
-            )
-        ],
-        tts=[
-            TtsProgram(
-                name=title,
-                attribution=HEARTH,
-                installed=services.voices.speaks and bool(voices),
-                description="Hearth text-to-speech (Piper)",
-                version=__version__,
-                voices=voices,
-                supports_synthesize_streaming=True,
-            )
-        ],
+    return TtsProgram(
+        name=title,
+        attribution=HEARTH,
+        installed=speaks and bool(voices),
+        description="Hearth text-to-speech (Piper)",
+        version=__version__,
+        voices=voices,
+        supports_synthesize_streaming=True,
     )
-    llm = services.chat.llm
-    if llm is not None:
-        languages = sorted({lang for m in models for lang in m.languages})
-        info.handle = [
-            HandleProgram(
-                name=title,
+
+
+def _handle_program(
+    llm: ModelView, languages: list[str], home_control: bool, title: str
+) -> HandleProgram:
+    """The LLM as a conversation agent."""
+    return HandleProgram(
+        name=title,
+        attribution=HEARTH,
+        installed=True,
+        description="Hearth conversation agent (local or remote LLM)",
+        version=__version__,
+        models=[
+            HandleModel(
+                name=llm.name,
                 attribution=HEARTH,
                 installed=True,
-                description="Hearth conversation agent (local or remote LLM)",
+                description=f"{llm.name} on {llm.device}",
                 version=__version__,
-                models=[
-                    HandleModel(
-                        name=llm.name,
-                        attribution=HEARTH,
-                        installed=True,
-                        description=f"{llm.name} on {llm.device}",
-                        version=__version__,
-                        languages=languages or ["en"],
-                    )
-                ],
-                supports_handled_streaming=True,
-                supports_home_control=house.home_control,
+                languages=languages or ["en"],
             )
-        ]
-    if services.wake.enabled:
-        info.wake = [await _wake_program(services.wake, title)]
-    return info
+        ],
+        supports_handled_streaming=True,
+        supports_home_control=home_control,
+    )
 
 
 MICRO_WAKE = Attribution(name="microWakeWord", url="https://github.com/kahrendt/microWakeWord")
