@@ -29,8 +29,10 @@ from daemon.runtime.people import People
 from daemon.runtime.profiles import Profile, Sensitivity
 from daemon.runtime.requests import (
     ClientSampling,
+    Decoding,
     FileRequest,
     Listening,
+    Replies,
     SpokenRequest,
     VoiceRequest,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "Conversation",
     "ConversationEvent",
     "Deadline",
+    "Decoding",
     "FileRequest",
     "FinalTranscript",
     "HouseView",
@@ -68,6 +71,7 @@ __all__ = [
     "ModelView",
     "People",
     "Profile",
+    "Replies",
     "Reply",
     "ReplyPiece",
     "ReplyPlayer",

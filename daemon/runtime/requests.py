@@ -3,8 +3,9 @@
 A protocol adapter fills one of these from its wire request and hands it to a service
 of :mod:`daemon.runtime.services`, instead of passing a dozen keyword arguments: how a
 conversation is to hear (:class:`Listening`), one spoken request (:class:`SpokenRequest`),
-a whole file (:class:`FileRequest`), a voice a client names (:class:`VoiceRequest`) and a
-client's own sampling (:class:`ClientSampling`).
+both with their :class:`Decoding` and :class:`Replies`; a whole file (:class:`FileRequest`),
+a voice a client names (:class:`VoiceRequest`) and a client's own sampling
+(:class:`ClientSampling`).
 """
 
 from __future__ import annotations
@@ -20,23 +21,37 @@ from daemon.speech.finals import Identify
 
 
 @dataclass(frozen=True)
+class Decoding:
+    """Which ASR model decodes a client's speech, and how."""
+
+    model: str | None = None
+    """ASR model name (None: the default)."""
+    transcribe: TranscribeOptions | None = None
+    """Language, beam size and prompt for its decodes."""
+    partials: bool | None = None
+    """Decode partial transcripts (None: as the profile says)."""
+
+
+@dataclass(frozen=True)
+class Replies:
+    """Whether what a client says is answered through the LLM, and how."""
+
+    on: bool = False
+    """Answer each utterance through the LLM."""
+    speak: bool = True
+    """Speak the answer (else its text only)."""
+    voice: SynthesisOptions | None = None
+    """The reply's voice (None: the default voice)."""
+
+
+@dataclass(frozen=True)
 class Listening:
     """How a conversation is to hear (see :meth:`SpeechIn.hearing`)."""
 
     mode: Mode
     """Push-to-talk, hands-free or wake."""
-    model: str | None = None
-    """ASR model name (None: the default)."""
-    transcribe: TranscribeOptions | None = None
-    """Language and beam size for its decodes."""
-    partials: bool | None = None
-    """Decode partial transcripts (None: as the profile says)."""
-    reply: bool = False
-    """Answer each utterance through the LLM."""
-    speak: bool = True
-    """Speak the answer (else its text only)."""
-    tts_options: SynthesisOptions | None = None
-    """The reply's voice."""
+    decoding: Decoding = Decoding()
+    replies: Replies = Replies()
     wake_word: str | None = None
     """The wake model (wake mode only)."""
     profile: Profile | None = None
@@ -55,20 +70,15 @@ class SpokenRequest:
 
     profile: Profile
     """The client's timing and bounds (who ends it, the audio cap, the deadline)."""
-    model: str | None = None
-    """ASR model name (None: the default)."""
-    transcribe: TranscribeOptions | None = None
-    """Language, beam size and prompt for its decodes."""
+    decoding: Decoding = Decoding()
     sensitivity: Sensitivity = Sensitivity.DEFAULT
     """How soon the client wants its turn ended."""
     identify: Identify = Identify.NAME
     """What the client wants to know of who spoke."""
     translate: bool = False
     """The final carries its English translation too."""
-    reply: bool = False
-    """Answer the utterance through the LLM (and speak it)."""
-    tts_options: SynthesisOptions | None = None
-    """The reply's voice."""
+    replies: Replies = Replies()
+    """Whether the utterance is answered through the LLM (and spoken)."""
     conversation_id: str = ""
     """Whose history a reply uses and extends ("": a new one)."""
     stream: bool = False
@@ -80,10 +90,8 @@ class SpokenRequest:
         """How its conversation hears: push-to-talk, as the profile says."""
         return Listening(
             Mode.PUSH_TO_TALK,
-            model=self.model,
-            transcribe=self.transcribe,
-            reply=self.reply,
-            tts_options=self.tts_options,
+            decoding=self.decoding,
+            replies=self.replies,
             profile=self.profile,
             sensitivity=self.sensitivity,
             identify=self.identify,

@@ -77,14 +77,14 @@ class SpeechIn:
         """
         core = self._current()
         engines = core.engines
-        mode = listening.mode
-        transcribe = listening.transcribe or TranscribeOptions()
-        tts_options = listening.tts_options or SynthesisOptions()
-        engines.asr_model(listening.model, transcribe.language).check_options(transcribe)
-        if listening.reply:
+        mode, decoding, replies = listening.mode, listening.decoding, listening.replies
+        transcribe = decoding.transcribe or TranscribeOptions()
+        tts_options = replies.voice or SynthesisOptions()
+        engines.asr_model(decoding.model, transcribe.language).check_options(transcribe)
+        if replies.on:
             if engines.pipeline is None:
                 raise InvalidRequest("spoken replies need the LLM, which is not enabled")
-            if engines.tts is not None and listening.speak:
+            if engines.tts is not None and replies.speak:
                 engines.tts.check_voice(tts_options)
         wake_word = listening.wake_word
         if (wake_word is not None) != (mode is Mode.WAKE):
@@ -100,9 +100,9 @@ class SpeechIn:
             return open_session(
                 current(),
                 chosen,
-                listening.model,
+                decoding.model,
                 transcribe,
-                partials=listening.partials,
+                partials=decoding.partials,
                 sensitivity=listening.sensitivity,
             )
 
@@ -110,8 +110,8 @@ class SpeechIn:
         return Hearing(
             mode=mode,
             open_session=session,
-            reply=listening.reply,
-            speak=listening.speak,
+            reply=replies.on,
+            speak=replies.speak,
             tts_options=tts_options,
             require_known=continuous and core.config.speakers.require == "known",
             wake=wake,
@@ -131,7 +131,11 @@ class SpeechIn:
             UnknownModel, InvalidRequest: as :meth:`hearing`.
         """
         core = self._current()
-        held = SpeechIn(lambda: core, self._wake)
+
+        def pinned() -> Core:
+            return core
+
+        held = SpeechIn(pinned, WakeWords(pinned))
         hearing = await held.hearing(request.listening())
         conversation = held.open_conversation(request.conversation_id or uuid.uuid4().hex)
         try:
@@ -142,7 +146,7 @@ class SpeechIn:
                 conversation,
                 request_limits(core, request.profile),
                 stream=request.stream,
-                replies=request.reply,
+                replies=request.replies.on,
                 recording=recording,
             )
         except BaseException:

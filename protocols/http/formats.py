@@ -8,9 +8,7 @@ from typing import Any
 
 from daemon.audio.stream import FORMATS
 from daemon.errors import InvalidRequest
-from daemon.runtime.api import (
-    Segment,
-)
+from daemon.runtime.api import Segment
 
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
 TEXT_MEDIA_TYPES = ("application/json", "text/plain", "text/vtt", "text/event-stream")

@@ -23,15 +23,15 @@ from daemon.audio.stream import StreamEncoder, output_format
 from daemon.errors import HearthError
 from daemon.runtime.api import (
     ConversationEvent,
+    Decoding,
     Profile,
+    Replies,
     Services,
     SpeechRequest,
     SpokenRequest,
     VoiceRequest,
 )
-from daemon.runtime.api import (
-    events as ev,
-)
+from daemon.runtime.api import events as ev
 from protocols.http.auth import require_api_key
 from protocols.http.common import config_of, ready_services, require
 from protocols.http.formats import audio_responses
@@ -76,10 +76,8 @@ async def sts(
     spoken = SpokenRequest(
         # A streamed body may go on after the speaker is done: the turn decides.
         Profile.DEVICE_UPLOAD if decoder is None else Profile.DEVICE_TURN,
-        model=query.model_name(services),
-        transcribe=query.options,
-        reply=True,
-        tts_options=tts_options,
+        Decoding(query.model_name(services), query.options),
+        replies=Replies(on=True, voice=tts_options),
         conversation_id=conversation_id,
         stream=True,
     )

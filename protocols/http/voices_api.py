@@ -15,10 +15,7 @@ from fastapi import APIRouter, Body, Depends, Form, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
 from daemon.errors import InvalidRequest
-from daemon.runtime.api import (
-    Services,
-    VoiceStore,
-)
+from daemon.runtime.api import Services, VoiceStore
 from daemon.voices.enroll import Enrollment
 from daemon.voices.importer import import_bytes
 from daemon.voices.training import Training

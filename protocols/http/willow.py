@@ -22,6 +22,7 @@ from daemon.audio.decode import BodyDecoder, body_decoder
 from daemon.config import Config
 from daemon.errors import InvalidRequest
 from daemon.runtime.api import (
+    Decoding,
     FileRequest,
     FinalTranscript,
     Identify,
@@ -147,8 +148,7 @@ async def willow(
     keep = save_audio and config.willow.save_audio
     spoken = SpokenRequest(
         Profile.DEVICE_UPLOAD,
-        model=query.model_name(services),
-        transcribe=query.options,
+        Decoding(query.model_name(services), query.options),
         identify=Identify.VERIFY if voice_auth else Identify.NONE,
         translate=translate,
         record_to=saved_audio(config) if keep else None,

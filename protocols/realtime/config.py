@@ -22,12 +22,7 @@ from typing import Any
 
 from daemon.config import Config
 from daemon.errors import HearthError
-from daemon.runtime.api import (
-    ChatOptions,
-    Profile,
-    Sensitivity,
-    TranscribeOptions,
-)
+from daemon.runtime.api import ChatOptions, Profile, Sensitivity, TranscribeOptions
 from protocols.realtime.audio import PCM, WireFormat, wire_format
 from protocols.realtime.wire import Refused
 

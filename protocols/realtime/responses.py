@@ -16,14 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from daemon.runtime.api import (
-    ConversationEvent,
-    ReplyPlayer,
-    ToolCall,
-)
-from daemon.runtime.api import (
-    events as ev,
-)
+from daemon.runtime.api import ConversationEvent, ReplyPlayer, ToolCall
+from daemon.runtime.api import events as ev
 from protocols.realtime.audio import encoded
 from protocols.realtime.objects import (
     ITEM_STATUS,

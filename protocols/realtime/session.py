@@ -26,12 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from daemon.errors import HearthError
-from daemon.runtime.api import (
-    Listening,
-    Mode,
-    Sensitivity,
-    Services,
-)
+from daemon.runtime.api import Decoding, Listening, Mode, Replies, Sensitivity, Services
 from protocols.realtime import config as cfg
 from protocols.realtime import items, tools
 from protocols.realtime.audio import WireFormat, received
@@ -300,13 +295,15 @@ class RealtimeSession(SessionState):
         push-to-talk committed by the client."""
         config = self.config
         turn = config.turn_detection
+        replies = Replies(
+            on=turn is not None and turn.create_response and not self.replies_with_tools,
+            speak=config.speaks,
+            voice=self.tts_options(config.voice, config) if config.speaks else None,
+        )
         listening = Listening(
             Mode.PUSH_TO_TALK if turn is None else Mode.HANDS_FREE,
-            model=self.asr_model(config),
-            transcribe=config.transcribe_options(),
-            reply=turn is not None and turn.create_response and not self.replies_with_tools,
-            speak=config.speaks,
-            tts_options=self.tts_options(config.voice, config) if config.speaks else None,
+            Decoding(self.asr_model(config), config.transcribe_options()),
+            replies,
             profile=None if turn is None else turn.profile,
             sensitivity=Sensitivity.DEFAULT if turn is None else turn.sensitivity,
         )

@@ -17,12 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from daemon.errors import InvalidRequest
-from daemon.runtime.api import (
-    ChatMessage,
-    ToolCall,
-    ToolSet,
-    tool_set,
-)
+from daemon.runtime.api import ChatMessage, ToolCall, ToolSet, tool_set
 from protocols.realtime.objects import Request, Response
 from protocols.realtime.state import SessionState
 from protocols.realtime.wire import Refused, event, new_id

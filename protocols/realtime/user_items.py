@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 
-from daemon.runtime.api import (
-    events as ev,
-)
+from daemon.runtime.api import events as ev
 from protocols.realtime.objects import UserItem
 from protocols.realtime.wire import Event, event, new_id
 

@@ -25,17 +25,17 @@ from daemon.errors import HearthError
 from daemon.ops.tasks import OwnedTasks
 from daemon.runtime.api import (
     ConversationEvent,
+    Decoding,
     Listening,
     Mode,
+    Replies,
     Services,
     SynthesisOptions,
     TranscribeOptions,
     WakeDetected,
     WakeWaiting,
 )
-from daemon.runtime.api import (
-    events as ev,
-)
+from daemon.runtime.api import events as ev
 from protocols.webrtc import messages
 from protocols.webrtc.messages import Command
 from protocols.webrtc.tracks import RATE, ReplyTrack, keep_through_bye, microphone
@@ -213,14 +213,11 @@ class RtcSession:
         return SynthesisOptions(voice=command.voice, sample_rate=RATE)
 
     async def _begin(self, command: Command, mode: Mode) -> None:
+        transcribe = TranscribeOptions(beam_size=command.beam_size, language=command.language)
         listening = Listening(
             mode,
-            model=command.model,
-            transcribe=TranscribeOptions(beam_size=command.beam_size, language=command.language),
-            partials=command.partials,
-            reply=command.reply,
-            speak=command.speak,
-            tts_options=self._reply_options(command),
+            Decoding(command.model, transcribe, command.partials),
+            Replies(command.reply, command.speak, self._reply_options(command)),
             wake_word=command.wake_word,
         )
         hearing = await self._services.speech.hearing(listening)

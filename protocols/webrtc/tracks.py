@@ -25,9 +25,7 @@ import numpy as np
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
 from daemon.audio.pcm import AudioFormat, resample_pcm
-from daemon.runtime.api import (
-    ReplyPlayer,
-)
+from daemon.runtime.api import ReplyPlayer
 from protocols.patches.aiortc import ignore_bye
 
 RATE = 48000

@@ -31,6 +31,7 @@ from wyoming.vad import VoiceStarted, VoiceStopped
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import AudioTooLong, HearthError
 from daemon.runtime.api import (
+    Decoding,
     HouseView,
     Profile,
     Sensitivity,
@@ -40,9 +41,7 @@ from daemon.runtime.api import (
     TranscribeOptions,
     bias_prompt,
 )
-from daemon.runtime.api import (
-    events as ev,
-)
+from daemon.runtime.api import events as ev
 from protocols.wyoming.chunks import TranscriptChunker
 from protocols.wyoming.errors import Reported, error_event
 
@@ -107,8 +106,7 @@ class AsrRequest:
         profile = Profile.SERVER_ENDED if ends_turns(services.house) else Profile.CLIENT_ENDED
         spoken = SpokenRequest(
             profile,
-            model=request.name,
-            transcribe=transcribe,
+            Decoding(request.name, transcribe),
             sensitivity=sensitivity_of(request.vad_sensitivity),
             stream=True,
         )

@@ -44,10 +44,7 @@ from wyoming.tts import (
 
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import HearthError, InvalidAudio
-from daemon.runtime.api import (
-    Services,
-    TranscribeOptions,
-)
+from daemon.runtime.api import Services, TranscribeOptions
 from protocols.wyoming.agent import handle_text
 from protocols.wyoming.asr import AsrRequest
 from protocols.wyoming.errors import Reported, error_event

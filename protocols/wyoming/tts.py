@@ -27,12 +27,7 @@ from wyoming.tts import (
 )
 
 from daemon.errors import HearthError, InvalidRequest
-from daemon.runtime.api import (
-    SentenceAudio,
-    SentenceSpeaker,
-    SpeechOut,
-    SynthesisOptions,
-)
+from daemon.runtime.api import SentenceAudio, SentenceSpeaker, SpeechOut, SynthesisOptions
 
 _LOGGER = logging.getLogger(__name__)
 SAMPLES_PER_CHUNK = 1024

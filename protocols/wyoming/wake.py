@@ -21,11 +21,7 @@ from wyoming.wake import Detect, Detection, NotDetected
 
 from daemon.audio.pcm import AudioFormat
 from daemon.errors import InvalidAudio, InvalidRequest
-from daemon.runtime.api import (
-    WakeBatch,
-    WakeListener,
-    WakeWords,
-)
+from daemon.runtime.api import WakeBatch, WakeListener, WakeWords
 
 _LOGGER = logging.getLogger(__name__)
 MAX_NAMES = 16

@@ -22,7 +22,7 @@ from daemon.config import parse_config
 from daemon.engines.llm.base import ChatMessage, Sampling, ToolCall
 from daemon.errors import InvalidRequest, TextTooLong
 from daemon.runtime.profiles import Profile, Sensitivity, session_profile
-from daemon.runtime.requests import Listening
+from daemon.runtime.requests import Listening, Replies
 from daemon.speech import events as ev
 from daemon.speech.chat import ChatOptions, ChatService, ChatSettings, ConversationStore
 from daemon.speech.conversation import Mode
@@ -136,7 +136,9 @@ async def test_a_conversation_writes_hands_free_replies_under_its_chat_options(t
     events = conversation.events()
     try:
         conversation.chat_options = ChatOptions("Rhyme.", max_tokens=5)
-        await conversation.listen(await speech.hearing(Listening(Mode.HANDS_FREE, reply=True)))
+        await conversation.listen(
+            await speech.hearing(Listening(Mode.HANDS_FREE, replies=Replies(on=True)))
+        )
         pcm = utterance(220.0).astype("<i2").tobytes()
         for offset in range(0, len(pcm), 3200):
             await conversation.feed(INTERNAL, pcm[offset : offset + 3200])
@@ -160,7 +162,9 @@ async def test_interrupt_stops_the_reply_and_hearing_goes_on(tmp_path: Path):
     conversation = speech.open_conversation("c")
     events = conversation.events()
     try:
-        await conversation.listen(await speech.hearing(Listening(Mode.HANDS_FREE, reply=True)))
+        await conversation.listen(
+            await speech.hearing(Listening(Mode.HANDS_FREE, replies=Replies(on=True)))
+        )
         await conversation.ask("Count.", speak=False)
         await next_of(events, ev.ReplyChunk)
         await conversation.interrupt()
