@@ -1,4 +1,4 @@
-"""Runtime: the loaded engines as one object, the door the protocols use, and their life cycle.
+"""Runtime: the loaded engines as one object, the services the protocols use, and their life cycle.
 
 ``engines`` holds every loaded model with its worker pool, the chat service and the
 speech pipeline (:class:`~daemon.runtime.engines.Engines`), which ``loading`` builds
