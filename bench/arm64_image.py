@@ -43,7 +43,7 @@ from wyoming.tts import Synthesize
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from daemon.ops import probe  # noqa: E402
 from tests import containers  # noqa: E402
 from tests.helpers import assert_heard, espeak_pcm, free_port, silence  # noqa: E402

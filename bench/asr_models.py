@@ -44,8 +44,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import machine, write_section  # noqa: E402
 from bench.heldout import FORMATS, build_set, normalize, wav_file, wer  # noqa: E402
-from bench.results import machine, write_section  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
 from daemon.engines.asr.whisper import WhisperAsr  # noqa: E402

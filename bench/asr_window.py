@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import machine, write_section  # noqa: E402
 from bench.heldout import FORMATS, build_set, wav_file, wer  # noqa: E402
-from bench.results import machine, write_section  # noqa: E402
 
 
 def main(count: int | None, formats: list[str], write: bool, part: str = "choice") -> None:

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, write_section  # noqa: E402
+from bench.harness import machine, median, write_section  # noqa: E402
 from bench.webrtc_bench import speak  # noqa: E402
 from tests.browser import chrome, wait_for, write_wav  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

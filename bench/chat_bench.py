@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, write_section  # noqa: E402
+from bench.harness import machine, median, write_section  # noqa: E402
 from daemon.config import LlmConfig  # noqa: E402
 from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
 from daemon.engines.llm.local import LocalLlm  # noqa: E402

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402

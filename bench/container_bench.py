@@ -37,7 +37,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, write_section  # noqa: E402
+from bench.harness import machine, median, write_section  # noqa: E402
 from daemon.ops import probe  # noqa: E402
 from tests import containers  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

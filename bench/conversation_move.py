@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402

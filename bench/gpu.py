@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from daemon.config import AsrModelConfig, Config, load_config  # noqa: E402
 from daemon.engines.asr.base import TranscribeOptions  # noqa: E402

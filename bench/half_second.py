@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.conversation_move import serving, synthesize  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from bench.one_door import exported  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
 from daemon.engines.tts.text import FIRST_WORDS  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

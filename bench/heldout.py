@@ -62,7 +62,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from bench.signals import pink_noise  # noqa: E402
 from tests.helpers import word_edits  # noqa: E402
 

@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import house_set  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from bench.heldout import (  # noqa: E402
     FORMATS,
     MIX_RATE,
@@ -70,7 +71,6 @@ from bench.heldout import (  # noqa: E402
     samples,
     wer,
 )
-from bench.results import machine, write_section  # noqa: E402
 from daemon.engines.asr.hints import writes  # noqa: E402
 
 FORMAT = FORMATS[0]

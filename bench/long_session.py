@@ -35,8 +35,8 @@ import httpx
 import numpy as np
 import psutil
 
+from bench.harness import machine, write_section
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
-from bench.results import machine, write_section
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
 

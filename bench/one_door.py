@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.conversation_move import one_turn, serving, synthesize  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402

@@ -37,7 +37,7 @@ from wyoming.client import AsyncTcpClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from bench.wyoming_bench import (  # noqa: E402
     CHUNK,
     RATE,

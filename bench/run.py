@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.results import machine, median, write_section  # noqa: E402
+from bench.harness import machine, median, write_section  # noqa: E402
 from bench.vad_eval import labeled_mix, score  # noqa: E402
 from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float  # noqa: E402
 from daemon.config import parse_config  # noqa: E402

@@ -256,7 +256,7 @@ def score(labels: list[dict], results: list[dict], max_pause_s: float = 1.6) -> 
 
 def table(labels: list[dict], arms: dict[str, list[dict]], rev: str) -> str:
     sys.path.insert(0, str(ROOT))
-    from bench.results import machine, median, percentile
+    from bench.harness import machine, median, percentile
 
     voices = {half: [v.name for v in VOICES if v.half == half] for half in ("choice", "report")}
     lines = [
@@ -353,7 +353,7 @@ def main() -> None:
     print(text)
     if not args.no_write:
         sys.path.insert(0, str(ROOT))
-        from bench.results import write_section
+        from bench.harness import write_section
 
         write_section("sentence-pauses", text)
 

@@ -59,7 +59,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from daemon.audio.pcm import resample_pcm  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
 from daemon.config import SpeakersConfig  # noqa: E402
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 
 ASKED_AGAIN = "asking it for words"

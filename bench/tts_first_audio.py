@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench.conversation_move import worktree
-from bench.results import machine, write_section
+from bench.harness import machine, write_section
 from bench.wyoming_bench import Server, reference_venv, synthesize, wait_ready
 from daemon.engines.models import package_dir
 from tests.daemon import Daemon

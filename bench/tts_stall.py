@@ -22,7 +22,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 
 TIMEOUT_S = 8.0

@@ -43,7 +43,7 @@ from faster_whisper import WhisperModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import RATE, AudioFormat, resample_pcm  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402

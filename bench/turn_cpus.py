@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from bench.turn_reference import TABLE, clip_audio, cpu_flags  # noqa: E402
 
 CPUS = {

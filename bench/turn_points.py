@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import machine, write_section  # noqa: E402
 from bench.turn_bench import ESPEAK_VOICES, PIPER_VOICES, bench_turns, make_set  # noqa: E402
 from daemon.config import parse_config  # noqa: E402
 from daemon.engines.hardware import probe  # noqa: E402

@@ -72,7 +72,7 @@ from wyoming.wake import Detect, Detection
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from bench.signals import pink_noise  # noqa: E402
 from daemon.engines.wake import WakeLibrary, WakeModelSettings  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import wav, words  # noqa: E402
 from tests.webrtc_client import RtcClient  # noqa: E402

@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from bench.run import UTTERANCE  # noqa: E402
 from daemon.audio.pcm import RATE, encode  # noqa: E402
 from daemon.config import WillowConfig  # noqa: E402

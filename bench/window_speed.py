@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import conversation_move, webrtc_bench, willow, wyoming_bench  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import resample_pcm  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 from tests.helpers import free_port, words  # noqa: E402

@@ -40,7 +40,7 @@ from wyoming.tts import Synthesize
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, percentile, write_section  # noqa: E402
+from bench.harness import machine, percentile, write_section  # noqa: E402
 from daemon.audio.pcm import resample_pcm  # noqa: E402
 from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

@@ -52,7 +52,7 @@ from wyoming.info import Describe, Info
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.results import machine, median, percentile, write_section  # noqa: E402
+from bench.harness import machine, median, percentile, write_section  # noqa: E402
 from bench.turn_bench import (  # noqa: E402
     ESPEAK_VOICES,
     PIPER_VOICES,
