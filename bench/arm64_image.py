@@ -16,7 +16,7 @@ Each image then starts on a fresh data volume and answers, over its real doors: 
 ``synthesize``) and a chat reply from the embedded LLM (``/v1/chat/completions``). The
 times are for the record: emulation is many times slower than a real Arm board.
 
-    .venv/bin/python bench/arm64_image.py [--no-build] [--no-write]
+    .venv/bin/python -m bench.arm64_image [--no-build] [--no-write]
 """
 
 from __future__ import annotations
@@ -40,13 +40,10 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from daemon.ops import probe  # noqa: E402
-from tests import containers  # noqa: E402
-from tests.helpers import assert_heard, espeak_pcm, free_port, silence  # noqa: E402
+from bench.harness import ROOT, machine, write_section
+from daemon.ops import probe
+from tests import containers
+from tests.helpers import assert_heard, espeak_pcm, free_port, silence
 
 BASE = "localhost/debian-arm64:bookworm-slim"
 IMAGE = "localhost/hearth:arm64"

@@ -7,7 +7,7 @@ once with ``window: auto`` and once with ``window: 30``, taking turns clip by cl
 Reported: normalized WER of each, how often the guard sent a windowed decode back to
 the 30 s window and why, and the median decode time per clip as a ratio.
 
-    .venv/bin/python bench/asr_window.py [--clips N] [--formats all] [--no-write]
+    .venv/bin/python -m bench.asr_window [--clips N] [--formats all] [--no-write]
 """
 
 from __future__ import annotations
@@ -17,16 +17,12 @@ import datetime
 import functools
 import io
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from bench.heldout import FORMATS, build_set, wav_file, wer  # noqa: E402
+from bench.harness import machine, write_section
+from bench.heldout import FORMATS, build_set, wav_file, wer
 
 
 def main(count: int | None, formats: list[str], write: bool, part: str = "choice") -> None:

@@ -11,7 +11,7 @@ without the spoken reply track would wait for before it could play. Every answer
 text is new, so the TTS cache never helps either side. The idle cost is read from
 Chromium's own transport counters (``getStats``) while the card sits paused.
 
-Run: .venv/bin/python bench/card_bench.py [--runs 5] [--idle-seconds 60]
+Run: .venv/bin/python -m bench.card_bench [--runs 5] [--idle-seconds 60]
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,15 +27,12 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, median, write_section  # noqa: E402
-from bench.webrtc_bench import speak  # noqa: E402
-from tests.browser import chrome, wait_for, write_wav  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.dashboard import Dashboard, hold_to_talk, load_card  # noqa: E402
-from tests.helpers import silence, words  # noqa: E402
+from bench.harness import machine, median, write_section
+from bench.webrtc_bench import speak
+from tests.browser import chrome, wait_for, write_wav
+from tests.daemon import Daemon
+from tests.dashboard import Dashboard, hold_to_talk, load_card
+from tests.helpers import silence, words
 
 KEY = "bench-key"
 ANSWERS = [  # three sentences, as conversation agents with an LLM tend to answer
@@ -155,7 +151,7 @@ def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s
         "(Debian's), the card in the tests' stand-in dashboard on its own origin, "
         "`hearth serve` on loopback over HTTPS, default config (partial transcripts off "
         f"on CPU). Medians of {runs} runs after one warm-up. Run with "
-        "`.venv/bin/python bench/card_bench.py`.",
+        "`.venv/bin/python -m bench.card_bench`.",
         "",
         "| measure | result | baseline (same run) | ratio |",
         "| --- | --- | --- | --- |",

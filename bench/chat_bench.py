@@ -22,7 +22,7 @@ Target: cached / uncached <= 0.5 (medians).
 
 Usage::
 
-    .venv/bin/python bench/chat_bench.py [--runs 5] [--cli-runs 2] [--llm-model PATH]
+    .venv/bin/python -m bench.chat_bench [--runs 5] [--cli-runs 2] [--llm-model PATH]
         [--output bench/RESULTS.md] [--no-write]
 """
 
@@ -39,16 +39,13 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, median, write_section  # noqa: E402
-from daemon.config import LlmConfig  # noqa: E402
-from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
-from daemon.engines.llm.local import LocalLlm  # noqa: E402
-from daemon.engines.models import resolve_gguf  # noqa: E402
-from daemon.engines.tts.text import FIRST_WORDS, SentenceSplitter  # noqa: E402
-from daemon.engines.workers import WorkerPool  # noqa: E402
+from bench.harness import ROOT, machine, median, write_section
+from daemon.config import LlmConfig
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.llm.local import LocalLlm
+from daemon.engines.models import resolve_gguf
+from daemon.engines.tts.text import FIRST_WORDS, SentenceSplitter
+from daemon.engines.workers import WorkerPool
 
 QUESTIONS = (
     "What time is it in Tokyo?",

@@ -14,7 +14,7 @@ The image's size is podman's (on disk) and that of its layers gzip-compressed, a
 registry would ship them. Other images can be measured beside it with ``--compare
 NAME=IMAGE`` (sizes only).
 
-    .venv/bin/python bench/container_bench.py [--runs 3] [--compare whisper=peer/whisper]
+    .venv/bin/python -m bench.container_bench [--runs 3] [--compare whisper=peer/whisper]
         [--no-build] [--no-write]
 """
 
@@ -26,7 +26,6 @@ import gzip
 import json
 import os
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -34,14 +33,11 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, median, write_section  # noqa: E402
-from daemon.ops import probe  # noqa: E402
-from tests import containers  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port  # noqa: E402
+from bench.harness import machine, median, write_section
+from daemon.ops import probe
+from tests import containers
+from tests.daemon import Daemon
+from tests.helpers import free_port
 
 SETTLE_S = 20.0
 """Idle time after ready before memory is read (the first requests' allocations)."""

@@ -8,7 +8,7 @@ Piper utterances at real time into a hands-free session with spoken replies, and
 measures end of speech -> first reply audio frame at the client. The two daemons
 take turns, utterance by utterance, so load on the machine falls on both alike.
 
-Run: .venv/bin/python bench/conversation_move.py [--before d22f624] [--runs 3] [--no-write]
+Run: .venv/bin/python -m bench.conversation_move [--before d22f624] [--runs 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import datetime
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,17 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.harness import ROOT, machine, percentile, write_section
+from daemon.audio.pcm import RATE
+from daemon.config import parse_config
+from daemon.engines.hardware import probe
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.runtime.loading import load_engines
+from tests.daemon import Daemon
+from tests.webrtc_client import RtcClient
 
 COMMANDS = (
     "Turn on the kitchen lights.",

@@ -7,7 +7,7 @@ publishes. large-v2 and base are downloaded when ``asr.allow_download`` is on an
 the network answers; offline, the check says so and times what is on disk (the
 embedded tiny.en).
 
-Run: make gpu-check (or .venv/bin/python bench/gpu.py [--config config.yaml] [--write])
+Run: make gpu-check (or .venv/bin/python -m bench.gpu [--config config.yaml] [--write])
 """
 
 from __future__ import annotations
@@ -17,23 +17,18 @@ import asyncio
 import dataclasses
 import datetime
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import AsrModelConfig, Config, load_config  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.hardware import EngineRequest, plan, probe  # noqa: E402
-from daemon.engines.models import resolve_whisper  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.errors import HearthError  # noqa: E402
+from bench.harness import ROOT, machine, write_section
+from daemon.audio.pcm import RATE
+from daemon.config import AsrModelConfig, Config, load_config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.hardware import EngineRequest, plan, probe
+from daemon.engines.models import resolve_whisper
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.errors import HearthError
 
 CLIP_S = 3.84
 BEAM = 5

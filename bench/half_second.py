@@ -20,7 +20,7 @@ Then, in this process, the budget: hands-free turns through the same session and
 code the daemon runs, with each step's end in ms after the end of speech, from
 timestamps taken inside (the worker pools' calls and the events).
 
-Run: .venv/bin/python bench/half_second.py [--before main] [--runs 3] [--no-write]
+Run: .venv/bin/python -m bench.half_second [--before main] [--runs 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -42,17 +42,14 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.conversation_move import serving, synthesize  # noqa: E402
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from bench.one_door import exported  # noqa: E402
-from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
-from daemon.engines.tts.text import FIRST_WORDS  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import espeak_pcm, trimmed  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.conversation_move import serving, synthesize
+from bench.harness import ROOT, machine, percentile, write_section
+from bench.one_door import exported
+from daemon.audio.pcm import RATE, resample_pcm
+from daemon.engines.tts.text import FIRST_WORDS
+from tests.daemon import Daemon
+from tests.helpers import espeak_pcm, trimmed
+from tests.webrtc_client import RtcClient
 
 COMMANDS = (
     "Turn on the kitchen lights.",

@@ -31,7 +31,7 @@ whole body decoded after it arrived) is measured on the benchmark sentence as
 bench/willow.py does, with 20 ms pieces.
 
 Writes its section of bench/RESULTS.md (between the heldout markers).
-Run: ``.venv/bin/python bench/heldout.py`` (about half an hour on 2 cores);
+Run: ``.venv/bin/python -m bench.heldout`` (about half an hour on 2 cores);
 ``--sweep-padding 120,240,...`` decodes the Willow path in-process for several
 paddings instead (no daemon; the session's decisions depend on samples, not on time).
 """
@@ -59,12 +59,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from bench.signals import pink_noise  # noqa: E402
-from tests.helpers import word_edits  # noqa: E402
+from bench.harness import ROOT, machine, write_section
+from bench.signals import pink_noise
+from tests.helpers import word_edits
 
 SEED = 20240611
 MIX_RATE = 48000
@@ -846,7 +843,7 @@ def table(
         "time (6 clients at once), OpenAI the WAV file. Normalized WER (lower case, no "
         "punctuation, numbers spelled out): errors over words, summed over clips. Stable "
         "clips: those the raw model hears alike in all three of its passes. Run: "
-        f"`.venv/bin/python bench/heldout.py --part {part}`.",
+        f"`.venv/bin/python -m bench.heldout --part {part}`.",
         "",
         "| format | raw (baseline) | raw again | raw, 10 ms less lead-in | willow | wyoming "
         "| openai | clips worse / better than raw: willow · wyoming · openai "

@@ -27,7 +27,7 @@ by itself). Decode time: tiny.en in process on 45 name clips and 60 ordinary one
 reading against the daemon's reading with the names (a second where a name is alike),
 the shortest of three each.
 
-Run: ``.venv/bin/python bench/house_names.py`` (about 15 minutes on 2 cores);
+Run: ``.venv/bin/python -m bench.house_names`` (about 15 minutes on 2 cores);
 ``--quick``: 12 commands, 2 voices, 30 ordinary clips; ``--voices 2 --ordinary 60``: every
 command, Piper and eSpeak NG en-us, half the ordinary clips (a busy machine).
 """
@@ -51,12 +51,9 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench import house_set  # noqa: E402
-from bench.harness import machine, write_section  # noqa: E402
-from bench.heldout import (  # noqa: E402
+from bench import house_set
+from bench.harness import ROOT, machine, write_section
+from bench.heldout import (
     FORMATS,
     MIX_RATE,
     VOICES,
@@ -71,7 +68,7 @@ from bench.heldout import (  # noqa: E402
     samples,
     wer,
 )
-from daemon.engines.asr.hints import writes  # noqa: E402
+from daemon.engines.asr.hints import writes
 
 FORMAT = FORMATS[0]
 """16 kHz s16 mono: what Home Assistant and a Willow device send."""
@@ -414,7 +411,7 @@ Assist, so read); two real daemons \
 without them first; where some of the house's names resemble what it heard, it reads \
 the same audio again with those names (at most 8) in the prompt, and keeps that reading \
 only if it writes one of them (`daemon/engines/asr/hints.py`, `daemon/house/match.py`). \
-Run: `.venv/bin/python bench/house_names.py`.
+Run: `.venv/bin/python -m bench.house_names`.
 
 {HEADER}
 {chr(10).join(rows)}

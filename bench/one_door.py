@@ -21,7 +21,7 @@ It also counts, in each tree, the lines of the adapters (``protocols/``, per cha
 file and in all) and the core modules the adapters import (``tests/import_graph.py``
 of that tree). ``--static`` prints only those counts (no daemon runs).
 
-Run: .venv/bin/python bench/one_door.py [--before main] [--runs 3] [--static] [--no-write]
+Run: .venv/bin/python -m bench.one_door [--before main] [--runs 3] [--static] [--no-write]
 """
 
 from __future__ import annotations
@@ -45,14 +45,11 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.conversation_move import one_turn, serving, synthesize  # noqa: E402
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.conversation_move import one_turn, serving, synthesize
+from bench.harness import ROOT, machine, percentile, write_section
+from daemon.audio.pcm import RATE
+from tests.daemon import Daemon
+from tests.webrtc_client import RtcClient
 
 COMMANDS = (
     "Turn on the kitchen lights.",

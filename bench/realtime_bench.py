@@ -22,8 +22,8 @@ fresh Realtime session starts with next to what the WebRTC path uses.
 ``--instructions TEXT`` has each Realtime session set its own instructions, as a
 client bringing its own persona does.
 
-Run: .venv/bin/python bench/realtime_bench.py [--runs 5] [--idle-seconds 60] [--quick]
-     .venv/bin/python bench/realtime_bench.py --voices piper,espeak [--paths realtime]
+Run: .venv/bin/python -m bench.realtime_bench [--runs 5] [--idle-seconds 60] [--quick]
+     .venv/bin/python -m bench.realtime_bench --voices piper,espeak [--paths realtime]
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import asyncio
 import base64
 import datetime
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,15 +41,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from bench.webrtc_bench import UTTERANCE, speak  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import espeak_pcm, free_port, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.harness import machine, write_section
+from bench.webrtc_bench import UTTERANCE, speak
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import espeak_pcm, free_port, words
+from tests.webrtc_client import RtcClient
 
 RATE = 16000
 LEAD_S = 0.3
@@ -316,7 +312,7 @@ async def run_voices(
         "commands said by each voice (its own silence cut), after "
         f"{LEAD_S:g} s of silence, sent at real time in 20 ms frames, then {TAIL_S:g} s of "
         "silence. Times from the end of speech, median (p90). Run with "
-        "`.venv/bin/python bench/realtime_bench.py --voices piper,espeak`.",
+        "`.venv/bin/python -m bench.realtime_bench --voices piper,espeak`.",
         "",
         "| voice | path | turns | -> `speech_stopped` | -> transcript | -> first reply audio "
         "| transcript -> first audio | transcripts right |",
@@ -438,7 +434,7 @@ async def run(runs: int, idle_s: float, quick: bool = False) -> str:
         "loopback, default config (embedded models on the CPU), a fresh session per turn. "
         f"A {len(speech) / RATE:.1f} s utterance after {LEAD_S:g} s of silence, sent at real "
         f"time in 20 ms frames, then {TAIL_S:g} s of silence. {how}; times from the end of "
-        "speech. Run with `.venv/bin/python bench/realtime_bench.py`.",
+        "speech. Run with `.venv/bin/python -m bench.realtime_bench`.",
         "",
         "| end of speech -> | Realtime (openai client) | WebRTC hands-free | ratio | "
         "target: within 10 % |",

@@ -13,7 +13,7 @@ utterance at real time; latency is audio-stop -> transcript.
 - Many edges: 4 edges x 5 devices speaking at once through the remote model, beside
   the same 20 devices on one edge decoding locally with one worker (p50/p95).
 
-Run: .venv/bin/python bench/remote_bench.py [--runs 8] [--rounds 3]
+Run: .venv/bin/python -m bench.remote_bench [--runs 8] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import datetime
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -34,11 +33,8 @@ from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, median, percentile, write_section  # noqa: E402
-from bench.wyoming_bench import (  # noqa: E402
+from bench.harness import machine, median, percentile, write_section
+from bench.wyoming_bench import (
     CHUNK,
     RATE,
     TRAILING_S,
@@ -48,9 +44,9 @@ from bench.wyoming_bench import (  # noqa: E402
     synthesize,
     wait_ready,
 )
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import word_error_rate  # noqa: E402
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import word_error_rate
 
 EDGES = 4
 DEVICES = 5
@@ -214,7 +210,7 @@ async def run(runs: int, rounds: int) -> str:
         f"{UTTERANCE_S} s of speech at real time; latency is audio-stop -> transcript; only "
         f"correct transcripts (word error rate <= {MAX_WER}) count. On a GPU server the "
         "remote decode itself is far shorter; the overhead is what the network path adds. "
-        "Run with `.venv/bin/python bench/remote_bench.py`.",
+        "Run with `.venv/bin/python -m bench.remote_bench`.",
         "",
         f"Load average (1 min) before / after the run: {load_before:.1f} / {load_after:.1f} "
         f"on {os.cpu_count()} cores. "

@@ -17,30 +17,27 @@ import argparse
 import asyncio
 import datetime
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.harness import machine, median, write_section  # noqa: E402
-from bench.vad_eval import labeled_mix, score  # noqa: E402
-from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
-from daemon.engines.models import EMBEDDED_LLM_NAME  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.engines.vad import create_vad  # noqa: E402
-from daemon.runtime.engines import Engines  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
-from daemon.speech.pipeline import PipelineRun  # noqa: E402
-from daemon.speech.session import SessionOptions, SpeechSession  # noqa: E402
+from bench.harness import machine, median, write_section
+from bench.vad_eval import labeled_mix, score
+from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float
+from daemon.config import parse_config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.hardware import probe
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.models import EMBEDDED_LLM_NAME
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.vad import create_vad
+from daemon.runtime.engines import Engines
+from daemon.runtime.loading import load_engines
+from daemon.speech.events import FinalTranscript, SpeechAudio
+from daemon.speech.pipeline import PipelineRun
+from daemon.speech.session import SessionOptions, SpeechSession
 
 UTTERANCE = "Please turn on the kitchen lights and set the thermostat to twenty one degrees."
 REPLY = "The kitchen lights are on. The thermostat is set to twenty one degrees. Anything else?"

@@ -24,7 +24,7 @@ Every few seconds it reads the daemon's resident set (its process tree) and, fro
 set idle, after warm-up (the first 30 % of the run) and at the end, and the slope over the
 last half as MB per 1000 requests (least squares), and each kind's median latency.
 
-    .venv/bin/python bench/soak.py [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
+    .venv/bin/python -m bench.soak [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
         [--clients 4] [--held-session] [--samples FILE] [--env NAME=VALUE]
         [--label TEXT] [--no-write]
 """
@@ -42,7 +42,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import wave
@@ -56,12 +55,9 @@ import httpx
 import numpy as np
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import machine, write_section
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
 
 KINDS = (
     "wyoming-stt", "wyoming-tts", "willow", "wis-tts", "openai-stt", "openai-tts", "chat",

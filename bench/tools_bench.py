@@ -20,7 +20,7 @@ Latency is each request's wall time, whole reply (not streamed), temperature 0.
 
 Usage::
 
-    .venv/bin/python bench/tools_bench.py [--llm-model PATH] [--no-write]
+    .venv/bin/python -m bench.tools_bench [--llm-model PATH] [--no-write]
 """
 
 from __future__ import annotations
@@ -28,20 +28,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import openai
 
-import openai  # noqa: E402
-
-from bench.harness import machine, median, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import machine, median, percentile, write_section
+from tests.daemon import Daemon
 
 ASKED_AGAIN = "asking it for words"
 """What the daemon logs when it asks the model again (``daemon/engines/llm/local.py``)."""

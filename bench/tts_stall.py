@@ -4,7 +4,7 @@ Phase 1: ``--clients`` concurrent ``/api/tts`` clients for ``--seconds``. Phase 
 same with one more client that asks for long speech and then reads nothing. The
 stalled reader may add at most 10 % to p95. Then ``--maximal`` requests of 1,999
 characters with no sentence break to ``/v1/audio/speech``, and the daemon's RSS.
-Run with ``.venv/bin/python bench/tts_stall.py``.
+Run with ``.venv/bin/python -m bench.tts_stall``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import datetime
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,9 +20,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import machine, percentile, write_section
+from tests.daemon import Daemon
 
 TIMEOUT_S = 8.0
 """An answer slower than this counts as a failure (what the probe's clients waited)."""
@@ -120,7 +118,7 @@ def main(clients: int, seconds: float, count: int) -> None:
         f"(a short sentence, `nocache=true`, {TIMEOUT_S:g} s limit each) for {seconds:g} s, "
         "then again while one more client asks for 125 sentences (1,900 characters) and "
         "reads nothing. Failures: errors, and answers slower than 8 s. "
-        f"Run with `.venv/bin/python bench/tts_stall.py`.\n\n"
+        f"Run with `.venv/bin/python -m bench.tts_stall`.\n\n"
         "| run | answers | p50 ms | p95 ms | failures |\n| --- | --- | --- | --- | --- |\n"
         f"{row('baseline', base, base_failed)}\n"
         f"{row('with a stalled reader', stalled, stalled_failed)}\n\n"

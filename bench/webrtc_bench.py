@@ -10,7 +10,7 @@ Push-to-talk released like a person does (150, 300 and 500 ms after the last wor
 decoded after the stop (the same audio posted to ``/api/asr``, whose answer comes only
 after a decode of the complete buffer).
 
-Run: .venv/bin/python bench/webrtc_bench.py [--runs 5] [--idle-seconds 120] [--release-only]
+Run: .venv/bin/python -m bench.webrtc_bench [--runs 5] [--idle-seconds 120] [--release-only]
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import datetime
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,13 +28,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import wav, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.harness import machine, percentile, write_section
+from tests.daemon import Daemon
+from tests.helpers import wav, words
+from tests.webrtc_client import RtcClient
 
 UTTERANCE = "Please turn on the kitchen lights and close the blinds."
 RATE = 16000
@@ -158,7 +154,7 @@ async def release_rows(runs: int) -> str:
         f"A {len(speech) / RATE:.1f} s utterance after 300 ms of silence; the button is let "
         "go the given time after the last word. WIS way: the same audio decoded whole after "
         "the stop (`/api/asr`, same daemon, interleaved with the WebRTC runs). Medians of "
-        f"{runs} runs. Run with `.venv/bin/python bench/webrtc_bench.py --release-only`.",
+        f"{runs} runs. Run with `.venv/bin/python -m bench.webrtc_bench --release-only`.",
         "",
         "| released after the last word | stop -> `infer` | WIS way | ratio | target 0.3x |",
         "| --- | --- | --- | --- | --- |",
@@ -234,7 +230,7 @@ async def run(runs: int, idle_s: float) -> str:
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. An aiortc client "
         "(the tests' browser stand-in) and `hearth serve` on loopback, default config, "
         f"partial transcripts off (CPU). Medians of {runs} runs. "
-        "Run with `.venv/bin/python bench/webrtc_bench.py`.",
+        "Run with `.venv/bin/python -m bench.webrtc_bench`.",
         "",
         "| measure | result | target | verdict |",
         "| --- | --- | --- | --- |",

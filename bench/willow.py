@@ -9,7 +9,7 @@
   text; p50/p95 of last byte -> response.
 
 Writes only its own section of bench/RESULTS.md (between the willow markers).
-Run: ``.venv/bin/python bench/willow.py``.
+Run: ``.venv/bin/python -m bench.willow``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -27,14 +26,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from bench.run import UTTERANCE  # noqa: E402
-from daemon.audio.pcm import RATE, encode  # noqa: E402
-from daemon.config import WillowConfig  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import ROOT, machine, percentile, write_section
+from bench.run import UTTERANCE
+from daemon.audio.pcm import RATE, encode
+from daemon.config import WillowConfig
+from tests.daemon import Daemon
 
 CHUNK = 1024
 HEADERS = {
@@ -111,7 +107,7 @@ def section(rows: list[str], notes: list[str]) -> str:
         "## Willow devices (`/api/willow`)\n\n"
         f"Machine: {machine()}. "
         f"Date: {datetime.date.today()}. A real `hearth serve` on loopback with the default "
-        "config (tiny.en int8 on CPU). Run with `.venv/bin/python bench/willow.py`.\n\n"
+        "config (tiny.en int8 on CPU). Run with `.venv/bin/python -m bench.willow`.\n\n"
         "| measure | result | baseline / target | verdict |\n| --- | --- | --- | --- |\n"
     )
     return head + "\n".join(rows) + "\n\n" + " ".join(notes)

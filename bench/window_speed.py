@@ -33,7 +33,7 @@ repeat those keys (YAML keeps the last of two equal keys).
 Run (about 12-15 minutes on 2 busy cores with the defaults; ``--runs 1 --rounds 1``
 takes about 5):
 
-    .venv/bin/python bench/window_speed.py [--runs 5] [--rounds 3] [--only wyoming,ptt]
+    .venv/bin/python -m bench.window_speed [--runs 5] [--rounds 3] [--only wyoming,ptt]
         [--today-config YAML] [--new-config YAML] [--output bench/RESULTS.md] [--no-write]
 """
 
@@ -44,7 +44,6 @@ import asyncio
 import datetime
 import functools
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -54,15 +53,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench import conversation_move, webrtc_bench, willow, wyoming_bench  # noqa: E402
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench import conversation_move, webrtc_bench, willow, wyoming_bench
+from bench.harness import ROOT, machine, percentile, write_section
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import free_port, words
+from tests.webrtc_client import RtcClient
 
 ROWS = ("wyoming", "concurrent", "willow", "ptt", "speech")
 TODAY = (
@@ -355,7 +351,7 @@ def table(
         f"run by run. {bench.runs} runs, {bench.rounds} rounds for the concurrent rows. "
         "Two ratios in a cell read today / new, each against its own peer; the verdict judges "
         "new (today's in brackets). "
-        "Run with `.venv/bin/python bench/window_speed.py`.",
+        "Run with `.venv/bin/python -m bench.window_speed`.",
         "",
         "| measure | today | new | peer/baseline | ratio | target | verdict |",
         "| --- | --- | --- | --- | --- | --- | --- |",

@@ -10,8 +10,8 @@ measures both, in the same run, on loopback:
 - TTS: time to the first audio chunk and to audio-stop for a three-sentence text;
   Hearth also cached (the same text again).
 
-Run: .venv/bin/python bench/wyoming_bench.py [--runs 5]
-     .venv/bin/python bench/wyoming_bench.py --batching [--runs 5]: only the 10-client
+Run: .venv/bin/python -m bench.wyoming_bench [--runs 5]
+     .venv/bin/python -m bench.wyoming_bench --batching [--runs 5]: only the 10-client
      row, Hearth with ``asr.max_batch`` 1 and 10, beside the reference (section "batching").
 """
 
@@ -37,14 +37,11 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, words  # noqa: E402
+from bench.harness import ROOT, machine, percentile, write_section
+from daemon.audio.pcm import resample_pcm
+from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
+from tests.daemon import Daemon
+from tests.helpers import free_port, words
 
 REF_VENV = ROOT / "bench" / ".ref-venv"
 REFERENCE = ("wyoming-faster-whisper==3.8.1", "wyoming-piper==2.5.2")
@@ -255,7 +252,7 @@ async def run(runs: int) -> str:
         "loopback TCP. Both on CPU with the same tiny.en folder (int8, beam 1, English) and "
         f"the same en_US-joe-medium voice; references {', '.join(REFERENCE)} in their own "
         "venv. Hearth with its default config. "
-        "Run with `.venv/bin/python bench/wyoming_bench.py`.",
+        "Run with `.venv/bin/python -m bench.wyoming_bench`.",
         "",
         "| measure | Hearth | reference | ratio | target | verdict |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -361,7 +358,7 @@ async def batching(rounds: int, hearth_config: str = "") -> str:
         "10 clients at once, each sending the same 4.0 s utterance + 0.7 s silence at real "
         "time; the three servers take turns in each round (same client, loopback TCP, tiny.en "
         "int8 beam 1 on CPU). Latency is audio-stop -> transcript; only correct transcripts "
-        "count. Run with `.venv/bin/python bench/wyoming_bench.py --batching`.",
+        "count. Run with `.venv/bin/python -m bench.wyoming_bench --batching`.",
         "",
         "| server | correct | p50 | p95 | p95 / reference p95 (target <= 0.40) |",
         "| --- | --- | --- | --- | --- |",

@@ -18,7 +18,7 @@ Assistant does, and measures on loopback, in one run:
    speech -> transcript on complete turns. Plus "Set a timer for ... ten minutes."
    with 1 s of silence at the word boundary.
 
-    .venv/bin/python bench/wyoming_turn.py [--quick] [--runs N] [--espeak] [--no-write]
+    .venv/bin/python -m bench.wyoming_turn [--quick] [--runs N] [--espeak] [--no-write]
         [--logs DIR]
 """
 
@@ -31,7 +31,6 @@ import datetime
 import math
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -49,11 +48,8 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.harness import machine, median, percentile, write_section  # noqa: E402
-from bench.turn_bench import (  # noqa: E402
+from bench.harness import machine, median, percentile, write_section
+from bench.turn_bench import (
     ESPEAK_VOICES,
     PIPER_VOICES,
     Clip,
@@ -63,14 +59,14 @@ from bench.turn_bench import (  # noqa: E402
     _trim,
     make_set,
 )
-from bench.wyoming_bench import REF_VENV, Server, reference_asr, reference_venv  # noqa: E402
-from bench.wyoming_bench import wait_ready as answers_describe  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, word_error_rate  # noqa: E402
+from bench.wyoming_bench import REF_VENV, Server, reference_asr, reference_venv
+from bench.wyoming_bench import wait_ready as answers_describe
+from daemon.audio.pcm import RATE
+from daemon.config import parse_config
+from daemon.engines.hardware import probe
+from daemon.runtime.loading import load_engines
+from tests.daemon import Daemon
+from tests.helpers import free_port, word_error_rate
 
 CHUNK_S = 0.01
 CHUNK = int(RATE * CHUNK_S)
