@@ -15,24 +15,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime
-import os
 import statistics
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from bench.harness import ROOT, machine, percentile, write_section
+from bench.harness import ROOT, machine, percentile, piper_speech, serving, worktree, write_section
 from daemon.audio.pcm import RATE
-from daemon.config import parse_config
-from daemon.engines.hardware import probe
-from daemon.engines.tts.base import SynthesisOptions
-from daemon.runtime.loading import load_engines
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
 
@@ -43,59 +35,7 @@ COMMANDS = (
     "Close the blinds in the living room.",
     "What is the weather like tomorrow?",
 )
-EXTRA = (
-    "llm:\n  temperature: 0.0\n  max_tokens: 24\n"
-    "webrtc:\n  addresses: [127.0.0.1]\n  port_min: {lo}\n  port_max: {hi}\n"
-)
 REPLY_WAIT_S = 60.0
-
-
-def synthesize(texts: tuple[str, ...]) -> list[np.ndarray]:
-    """Piper's deterministic speech of each text, 16 kHz int16."""
-    state = tempfile.mkdtemp(prefix="hearth-bench-")
-    engines = load_engines(
-        parse_config(f"state_dir: {state}\n", "bench"), probe(), asr=False, llm=False
-    )
-
-    async def one(text: str) -> np.ndarray:
-        assert engines.tts is not None
-        opts = SynthesisOptions(noise_scale=0.0, noise_w_scale=0.0, sample_rate=RATE)
-        pcm = b"".join([b.pcm async for b in engines.tts.stream(text, opts)])
-        return np.frombuffer(pcm, np.int16).copy()
-
-    try:
-        return [asyncio.run(one(t)) for t in texts]
-    finally:
-        engines.close()
-
-
-@contextlib.contextmanager
-def worktree(revision: str) -> Iterator[Path]:
-    """``revision`` checked out beside this tree (removed afterwards)."""
-    path = Path(tempfile.mkdtemp(prefix="hearth-before-"))
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(path),
-                    revision], check=True)  # fmt: skip
-    try:
-        yield path
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)])
-
-
-@contextlib.contextmanager
-def serving(tree: Path, workdir: Path, ports: tuple[int, int]) -> Iterator[Daemon]:
-    """``hearth serve`` from the sources in ``tree`` (``python -m`` reads the cwd first)."""
-    here = Path.cwd()
-    workdir.mkdir(parents=True, exist_ok=True)
-    daemon = Daemon(workdir, EXTRA.format(lo=ports[0], hi=ports[1]), env={"PYTHONPATH": str(tree)})
-    os.chdir(tree)
-    try:
-        daemon.start(timeout=300)
-    finally:
-        os.chdir(here)
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
 
 
 async def one_turn(client: RtcClient, speech: np.ndarray) -> float | None:
@@ -178,7 +118,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    utterances = synthesize(COMMANDS)
+    utterances = piper_speech(COMMANDS)
     with worktree(args.before) as old, tempfile.TemporaryDirectory() as work:
         with (
             serving(old, Path(work) / "before", (22100, 22149)) as before,

@@ -1,8 +1,9 @@
 """Half a second: from the end of speech to the first word of the reply, before and after.
 
-Two source trees, this one and a git revision exported into a temporary folder, each
-run a real ``hearth serve`` on the embedded models with the same configuration; the two
-daemons take turns, request by request, so load on the machine falls on both alike.
+Two source trees, this one and a git revision checked out into a temporary worktree,
+each run a real ``hearth serve`` on the embedded models with the same configuration;
+the two daemons take turns, request by request, so load on the machine falls on both
+alike.
 Home commands are spoken by Hearth's Piper voice and by eSpeak NG voices (the Debian
 package), at real time. Measured, as medians and p90:
 
@@ -31,7 +32,6 @@ import contextlib
 import datetime
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,9 +42,16 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.conversation_move import serving, synthesize
-from bench.harness import ROOT, machine, percentile, write_section
-from bench.one_door import exported
+from bench.harness import (
+    ROOT,
+    machine,
+    percentile,
+    piper_speech,
+    revision,
+    serving,
+    worktree,
+    write_section,
+)
 from daemon.audio.pcm import RATE, resample_pcm
 from daemon.engines.tts.text import FIRST_WORDS
 from tests.daemon import Daemon
@@ -495,7 +502,7 @@ def report(
 
 
 def comma_pause() -> float:
-    pcm = synthesize(("Yes, the lights are on.",))[0]
+    pcm = piper_speech(("Yes, the lights are on.",))[0]
     return longest_quiet_s(pcm)
 
 
@@ -510,13 +517,8 @@ def main() -> None:
         "--history", action="store_true", help="the budget's turns as one conversation each"
     )
     args = parser.parse_args()
-    revision = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    piper = synthesize(COMMANDS + (LONG_COMMAND,))
+    before_rev = revision(args.before)
+    piper = piper_speech(COMMANDS + (LONG_COMMAND,))
     speech = {f"piper {i}": trimmed(p) for i, p in enumerate(piper[:-1])}
     speech["long"] = trimmed(piper[-1])
     if shutil.which("espeak-ng"):
@@ -528,9 +530,9 @@ def main() -> None:
     piper_only = [s for k, s in speech.items() if k.startswith("piper")]
     if args.budget_only:
         steps = asyncio.run(budget(piper_only, args.budget_runs, args.history))
-        print(report({}, steps, revision, 0, comma_s, {}))
+        print(report({}, steps, before_rev, 0, comma_s, {}))
         return
-    with exported(args.before) as before, tempfile.TemporaryDirectory() as work:
+    with worktree(before_rev) as before, tempfile.TemporaryDirectory() as work:
         with (
             serving(before, Path(work) / "before", (21600, 21699)) as old,
             serving(ROOT, Path(work) / "after", (21700, 21799)) as new,
@@ -540,7 +542,7 @@ def main() -> None:
             samples = asyncio.run(measure(daemons, speech_all, args.runs))
             heard = reply_wer(daemons)
     steps = asyncio.run(budget(piper_only, args.budget_runs))
-    table = report(samples, steps, revision, args.runs, comma_s, heard)
+    table = report(samples, steps, before_rev, args.runs, comma_s, heard)
     print(table)
     if not args.no_write:
         write_section("half-second", table)

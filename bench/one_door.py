@@ -3,9 +3,9 @@
 Every client's speech now enters the core's conversation, every reply leaves through
 one sentence speaker and one player, and a Realtime turn with tools offered is one
 generation. This bench checks that the move costs no time, and that the tools turn is
-faster. Two source trees, this one and a git revision exported into a temporary folder
-(``git archive``, no worktree), each run a real ``hearth serve`` on the embedded models
-with the same configuration; the two daemons take turns, request by request, so load
+faster. Two source trees, this one and a git revision checked out into a temporary
+worktree, each run a real ``hearth serve`` on the embedded models with the same
+configuration; the two daemons take turns, request by request, so load
 on the machine falls on both alike. Measured, as medians (and p90):
 
 - hands-free speech to speech over WebRTC (aiortc client): end of speech -> first
@@ -28,14 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime
 import importlib.util
-import io
 import statistics
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -45,8 +41,17 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.conversation_move import one_turn, serving, synthesize
-from bench.harness import ROOT, machine, percentile, write_section
+from bench.conversation_move import one_turn
+from bench.harness import (
+    ROOT,
+    machine,
+    percentile,
+    piper_speech,
+    revision,
+    serving,
+    worktree,
+    write_section,
+)
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -74,20 +79,6 @@ WAIT_S = 120.0
 
 
 # ---------------------------------------------------------------- the trees
-
-
-@contextlib.contextmanager
-def exported(revision: str) -> Iterator[Path]:
-    """``revision``'s files in a temporary folder (``git archive``; removed afterwards)."""
-    with tempfile.TemporaryDirectory(prefix="hearth-before-") as folder:
-        data = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", revision],
-            check=True,
-            capture_output=True,
-        ).stdout
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(folder, filter="data")
-        yield Path(folder)
 
 
 def adapter_lines(tree: Path) -> dict[str, int]:
@@ -343,16 +334,11 @@ def main() -> None:
     parser.add_argument("--static", action="store_true", help="only count lines and imports")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    revision = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    with exported(revision) as old:
+    before_rev = revision(args.before)
+    with worktree(before_rev) as old:
         parts = ["## One door: every client through the conversation, before and after", ""]
         if not args.static:
-            speech = synthesize(COMMANDS)
+            speech = piper_speech(COMMANDS)
             with tempfile.TemporaryDirectory() as work:
                 with (
                     serving(old, Path(work) / "before", (22200, 22249)) as before,
@@ -360,8 +346,8 @@ def main() -> None:
                 ):
                     daemons = {"before": before, "after": after}
                     times = asyncio.run(measure(daemons, speech, args.runs))
-            parts += [table(times, revision, args.runs), ""]
-        parts.append(static_section(old, revision))
+            parts += [table(times, before_rev, args.runs), ""]
+        parts.append(static_section(old, before_rev))
     text = "\n".join(parts)
     print(text)
     if not args.no_write and not args.static:

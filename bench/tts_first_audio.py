@@ -22,8 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.conversation_move import worktree
-from bench.harness import machine, write_section
+from bench.harness import machine, worktree, write_section
 from bench.wyoming_bench import Server, reference_venv, synthesize, wait_ready
 from daemon.engines.models import package_dir
 from tests.daemon import Daemon

@@ -54,7 +54,7 @@ import httpx
 import numpy as np
 
 from bench import conversation_move, webrtc_bench, willow, wyoming_bench
-from bench.harness import ROOT, machine, percentile, write_section
+from bench.harness import ROOT, SERVE_CONFIG, machine, percentile, piper_speech, write_section
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
 from tests.helpers import free_port, words
@@ -447,10 +447,10 @@ def table(
 
 
 def extra_yaml(name: str, config: str) -> str:
-    """The daemon's extra YAML: conversation_move's, and today's without the LLM's saved
-    system prompt (``llm.prompt_cache``, new with the window)."""
+    """The daemon's extra YAML: the harness's (:data:`SERVE_CONFIG`), and today's without
+    the LLM's saved system prompt (``llm.prompt_cache``, new with the window)."""
     lo, hi = WEBRTC_PORTS[name]
-    extra = conversation_move.EXTRA.format(lo=lo, hi=hi)
+    extra = SERVE_CONFIG.format(lo=lo, hi=hi)
     if name == "today":
         extra = extra.replace("llm:\n", "llm:\n  prompt_cache: false\n", 1)
     return extra + config
@@ -486,9 +486,7 @@ def main() -> None:
     configs = {n: c if c.endswith("\n") else c + "\n" for n, c in configs.items()}
 
     began = time.monotonic()
-    utterances = (
-        conversation_move.synthesize(conversation_move.COMMANDS) if "speech" in rows else []
-    )
+    utterances = piper_speech(conversation_move.COMMANDS) if "speech" in rows else []
     with tempfile.TemporaryDirectory(prefix="hearth-window-") as tmp:
         work = Path(tmp)
         daemons: dict[str, Daemon] = {}
