@@ -177,7 +177,7 @@ uninstall-service: $(STAMP)
 	$(if $(filter 0,$(shell id -u)),,sudo) $(BIN)/hearth install-service --uninstall
 
 bench: $(STAMP)
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.core_engines
 
 lock: $(STAMP)
 	{ sed -n '1,2p' constraints.txt; \

@@ -658,7 +658,7 @@ def willow_speed(url: str, runs: int) -> tuple[float, float]:
     """
     import httpx
 
-    from bench.run import UTTERANCE
+    from bench.core_engines import UTTERANCE
     from daemon.audio.pcm import RATE, encode
 
     spoken = httpx.get(

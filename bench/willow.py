@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from bench.core_engines import UTTERANCE
 from bench.harness import ROOT, machine, percentile, write_section
-from bench.run import UTTERANCE
 from daemon.audio.pcm import RATE, encode
 from daemon.config import WillowConfig
 from tests.daemon import Daemon

@@ -19,7 +19,7 @@ all alike. The rows reuse the other benches' clients:
 - ``ptt``: WebRTC push-to-talk let go 150 ms after the last word (``webrtc_bench``):
   stop -> ``infer`` / the WIS way (the same buffer decoded whole on the same daemon),
   <= 0.30.
-- ``speech``: hands-free speech to speech over WebRTC (``conversation_move``): end of
+- ``speech``: hands-free speech to speech over WebRTC (``handsfree_webrtc``): end of
   speech -> first reply audio frame at the client, <= 600 ms.
 
 At the end each daemon's ``/metrics`` (``hearth_asr_window_decodes``) tells how many
@@ -27,7 +27,7 @@ windowed decodes the guard sent back to the 30 s window during the run.
 
 ``--today-config`` / ``--new-config`` replace the ``asr:`` YAML appended to each
 daemon's config (``\\n`` may be written for newlines); both daemons also get
-conversation_move's ``llm:`` and ``webrtc:`` sections, so the extra YAML must not
+handsfree_webrtc's ``llm:`` and ``webrtc:`` sections, so the extra YAML must not
 repeat those keys (YAML keeps the last of two equal keys).
 
 Run (about 12-15 minutes on 2 busy cores with the defaults; ``--runs 1 --rounds 1``
@@ -53,7 +53,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench import conversation_move, webrtc_bench, willow, wyoming_bench
+from bench import handsfree_webrtc, webrtc_bench, willow, wyoming_bench
 from bench.harness import ROOT, SERVE_CONFIG, machine, percentile, piper_speech, write_section
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
@@ -278,7 +278,7 @@ class Bench:
                     for name, client in clients.items():  # turn by turn: load falls on both
                         seen = len(client.received)
                         began = time.monotonic()
-                        latency = await conversation_move.one_turn(client, speech)
+                        latency = await handsfree_webrtc.one_turn(client, speech)
                         result.add(name, latency)
                         if latency is not None:
                             for part, value in budget(client, seen, began, latency).items():
@@ -299,7 +299,7 @@ def budget(client: RtcClient, seen: int, began: float, total: float) -> dict[str
     """One hands-free turn's time from the end of speech, in parts (seconds).
 
     ``seen``: messages the client had before the turn; ``began``: when its audio
-    started (0.3 s of silence, then the speech, as ``conversation_move.one_turn``).
+    started (0.3 s of silence, then the speech, as ``handsfree_webrtc.one_turn``).
     """
     times = list(zip(client.received[seen:], client.received_at[seen:], strict=True))
     infer = next((t for m, t in times if m.get("type") == "infer"), None)
@@ -486,7 +486,7 @@ def main() -> None:
     configs = {n: c if c.endswith("\n") else c + "\n" for n, c in configs.items()}
 
     began = time.monotonic()
-    utterances = piper_speech(conversation_move.COMMANDS) if "speech" in rows else []
+    utterances = piper_speech(handsfree_webrtc.COMMANDS) if "speech" in rows else []
     with tempfile.TemporaryDirectory(prefix="hearth-window-") as tmp:
         work = Path(tmp)
         daemons: dict[str, Daemon] = {}

@@ -8,7 +8,7 @@ Piper utterances at real time into a hands-free session with spoken replies, and
 measures end of speech -> first reply audio frame at the client. The two daemons
 take turns, utterance by utterance, so load on the machine falls on both alike.
 
-Run: .venv/bin/python -m bench.conversation_move [--before d22f624] [--runs 3] [--no-write]
+Run: .venv/bin/python -m bench.handsfree_webrtc [--before d22f624] [--runs 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def table(result: dict, before: str, runs: int, count: int) -> str:
         [
             "## Hands-free speech to speech before and after the conversation engine",
             "",
-            f"{datetime.date.today()}, {machine()}. `bench/conversation_move.py`: {count} "
+            f"{datetime.date.today()}, {machine()}. `bench/handsfree_webrtc.py`: {count} "
             f"Piper commands x {runs} runs, hands-free over WebRTC (aiortc client, loopback), "
             "spoken replies on, the embedded models; the two daemons take turns utterance by "
             "utterance. End of speech -> first reply audio frame at the client.",

@@ -1,4 +1,4 @@
-"""Hearth benchmark: prints a table and writes bench/RESULTS.md.
+"""The core engines (``make bench``): prints a table and writes bench/RESULTS.md.
 
 Medians of repeated runs; ratios against a baseline measured in the same run.
 

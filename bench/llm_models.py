@@ -9,9 +9,9 @@ replies that ran to ``max_tokens``, median time to the first piece and tokens/s.
 
 Usage::
 
-    python -m bench.llm_choice                         # the embedded model
-    python -m bench.llm_choice --model qwen=/path/a.gguf --model smol=/path/b.gguf
-    python -m bench.llm_choice --model qwen=/path/a.gguf --sweep   # sampling grid
+    python -m bench.llm_models                         # the embedded model
+    python -m bench.llm_models --model qwen=/path/a.gguf --model smol=/path/b.gguf
+    python -m bench.llm_models --model qwen=/path/a.gguf --sweep   # sampling grid
 
 The machine's other load shifts the timings: compare models measured in one run
 (the first ``--model`` is the baseline of the ratios).

@@ -1,4 +1,4 @@
-"""One door for speech in, one for speech out: before and after, side by side.
+"""Every client's path through the core, before and after, side by side.
 
 Every client's speech now enters the core's conversation, every reply leaves through
 one sentence speaker and one player, and a Realtime turn with tools offered is one
@@ -21,7 +21,7 @@ It also counts, in each tree, the lines of the adapters (``protocols/``, per cha
 file and in all) and the core modules the adapters import (``tests/import_graph.py``
 of that tree). ``--static`` prints only those counts (no daemon runs).
 
-Run: .venv/bin/python -m bench.one_door [--before main] [--runs 3] [--static] [--no-write]
+Run: .venv/bin/python -m bench.client_paths [--before main] [--runs 3] [--static] [--no-write]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.conversation_move import one_turn
+from bench.handsfree_webrtc import one_turn
 from bench.harness import (
     ROOT,
     machine,
@@ -312,7 +312,7 @@ def table(times: Times, revision: str, runs: int) -> str:
         )
     return "\n".join(
         [
-            f"{datetime.date.today()}, {machine()}. `bench/one_door.py`: {len(COMMANDS)} "
+            f"{datetime.date.today()}, {machine()}. `bench/client_paths.py`: {len(COMMANDS)} "
             f"Piper commands and {len(QUESTIONS)} typed questions x {runs} runs, the embedded "
             "models, the two daemons taking turns request by request. `before` is "
             f"{revision}. Median (p90).",

@@ -1,4 +1,4 @@
-"""Half a second: from the end of speech to the first word of the reply, before and after.
+"""Speech to speech: from the end of speech to the first word of the reply, before and after.
 
 Two source trees, this one and a git revision checked out into a temporary worktree,
 each run a real ``hearth serve`` on the embedded models with the same configuration;
@@ -21,7 +21,7 @@ Then, in this process, the budget: hands-free turns through the same session and
 code the daemon runs, with each step's end in ms after the end of speech, from
 timestamps taken inside (the worker pools' calls and the events).
 
-Run: .venv/bin/python -m bench.half_second [--before main] [--runs 3] [--no-write]
+Run: .venv/bin/python -m bench.speech_to_speech [--before main] [--runs 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -433,7 +433,8 @@ def report(
 ) -> str:
     names = ("before", "after")
     lines = [
-        "## Half a second: end of speech to the first word of the reply (`bench/half_second.py`)",
+        "## Half a second: end of speech to the first word of the reply"
+        " (`bench/speech_to_speech.py`)",
         "",
         f"{datetime.date.today()}, {machine()}. Two daemons on loopback, the embedded models,"
         f" `llm.temperature: 0`, taking turns request by request; `before` is {revision}."
