@@ -21,7 +21,6 @@ times are for the record: emulation is many times slower than a real Arm board.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -40,7 +39,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from daemon.ops import probe
 from tests import containers
 from tests.helpers import assert_heard, espeak_pcm, free_port, silence
@@ -273,9 +272,8 @@ def measure(image: str, arch: str) -> Run:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--no-build", action="store_true")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if (reason := containers.unusable()) is not None:
         raise SystemExit(reason)

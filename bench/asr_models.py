@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from bench.heldout import FORMATS, build_set, normalize, wav_file, wer
 from daemon.audio.pcm import RATE
 from daemon.engines.asr.base import TranscribeOptions
@@ -316,11 +316,10 @@ def main(quick: bool, clips: int | None, repeats: int, write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="16 clips, 3 commands a language")
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips")
     parser.add_argument("--repeats", type=int, default=None, help="decodes per clip (min kept)")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--memory-of", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_of:

@@ -12,7 +12,6 @@ the 30 s window and why, and the median decode time per clip as a ratio.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import functools
 import io
@@ -21,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from bench.heldout import FORMATS, build_set, wav_file, wer
 
 
@@ -92,10 +91,9 @@ def main(count: int | None, formats: list[str], write: bool, part: str = "choice
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--clips", type=int, default=None)
     parser.add_argument("--formats", default="16 kHz s16 mono,8 kHz s16 mono,44.1 kHz s16 stereo")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--part", choices=("choice", "unseen"), default="choice")
     args = parser.parse_args()
     main(args.clips, args.formats.split(","), not args.no_write, args.part)

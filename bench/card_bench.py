@@ -16,7 +16,6 @@ Run: .venv/bin/python -m bench.card_bench [--runs 5] [--idle-seconds 60]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import tempfile
@@ -27,7 +26,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.harness import machine, median, write_section
+from bench.harness import arguments, machine, median, write_section
 from bench.webrtc_bench import speak
 from tests.browser import chrome, wait_for, write_wav
 from tests.daemon import Daemon
@@ -184,13 +183,13 @@ def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args()
     text = run(args.runs, args.idle_seconds)
     print(text)
-    write_section("card", text)
+    if not args.no_write:
+        write_section("card", text)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -39,7 +38,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bench.harness import ROOT, machine, median, write_section
+from bench.harness import ROOT, arguments, machine, median, write_section
 from daemon.config import LlmConfig
 from daemon.engines.llm.base import ChatMessage, Sampling
 from daemon.engines.llm.local import LocalLlm
@@ -221,12 +220,10 @@ def report(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs of every question")
+    parser = arguments(__doc__, runs=5, runs_help="runs of every question")
     parser.add_argument("--cli-runs", type=int, default=2, help="hearth chat runs (0: none)")
     parser.add_argument("--llm-model", default="", help="a GGUF (default: the embedded model)")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     path = resolve_gguf(args.llm_model, Path(tempfile.gettempdir()) / "hearth-models")
     times = asyncio.run(bench_in_process(path, args.runs))

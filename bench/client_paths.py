@@ -26,7 +26,6 @@ Run: .venv/bin/python -m bench.client_paths [--before main] [--runs 3] [--static
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import importlib.util
@@ -44,6 +43,7 @@ import numpy as np
 from bench.handsfree_webrtc import one_turn
 from bench.harness import (
     ROOT,
+    arguments,
     machine,
     percentile,
     piper_speech,
@@ -328,11 +328,8 @@ def table(times: Times, revision: str, runs: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", default="main", help="git revision to compare with")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3, before="main")
     parser.add_argument("--static", action="store_true", help="only count lines and imports")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     before_rev = revision(args.before)
     with worktree(before_rev) as old:

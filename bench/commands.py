@@ -19,7 +19,6 @@ with no command invented on ordinary speech) and reported on the report half's.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import tempfile
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.harness import machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, percentile, write_section
 from daemon.audio.pcm import RATE
 from daemon.config import parse_config
 from daemon.engines.asr.base import TranscribeOptions
@@ -402,9 +401,8 @@ async def main(count: int, write: bool, language: str = "en") -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sentences", type=int, default=320)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--language", default="en", choices=sorted(SETUPS))
     args = parser.parse_args()
     asyncio.run(main(args.sentences, not args.no_write, args.language))

@@ -20,7 +20,6 @@ NAME=IMAGE`` (sizes only).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import gzip
 import json
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.harness import machine, median, write_section
+from bench.harness import arguments, machine, median, write_section
 from daemon.ops import probe
 from tests import containers
 from tests.daemon import Daemon
@@ -149,11 +148,9 @@ def venv_memory(tmp: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3)
     parser.add_argument("--compare", action="append", default=[], metavar="NAME=IMAGE")
     parser.add_argument("--no-build", action="store_true")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if (reason := containers.unusable()) is not None:
         raise SystemExit(reason)

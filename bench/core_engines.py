@@ -9,11 +9,12 @@ Medians of repeated runs; ratios against a baseline measured in the same run.
 - Speech to speech: end of audio -> first audio of the spoken reply.
 - VAD: both detectors on labeled audio (clean and noisy).
 - Peak RSS with all engines loaded.
+
+Run: make bench (or .venv/bin/python -m bench.core_engines [--runs 5] [--no-write])
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import resource
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import machine, median, write_section
+from bench.harness import arguments, machine, median, write_section
 from bench.vad_eval import labeled_mix, score
 from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float
 from daemon.config import parse_config
@@ -185,7 +186,7 @@ def bench_vad(utterances: list[np.ndarray]) -> list[tuple[str, str, object]]:
     return rows
 
 
-async def main(runs: int, output: Path) -> None:
+async def main(runs: int, output: Path | None) -> None:
     with tempfile.TemporaryDirectory() as state:
         config = parse_config(f"state_dir: {state}\n", "bench")
         began = time.perf_counter()
@@ -300,12 +301,12 @@ async def main(runs: int, output: Path) -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    write_section("core", text, output)
+    if output is not None:
+        write_section("core", text, output)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("RESULTS.md"))
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.output))
+    asyncio.run(main(args.runs, None if args.no_write else args.output))

@@ -12,7 +12,6 @@ Run: make gpu-check (or .venv/bin/python -m bench.gpu [--config config.yaml] [--
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
@@ -21,7 +20,7 @@ import time
 
 import numpy as np
 
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from daemon.audio.pcm import RATE
 from daemon.config import AsrModelConfig, Config, load_config
 from daemon.engines.asr.base import TranscribeOptions
@@ -134,7 +133,7 @@ def asr_rows(config: Config, audio: np.ndarray) -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--config", default=str(ROOT / "config.yaml"))
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
     args = parser.parse_args()

@@ -13,7 +13,6 @@ Run: .venv/bin/python -m bench.handsfree_webrtc [--before d22f624] [--runs 3] [-
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import statistics
@@ -23,7 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import ROOT, machine, percentile, piper_speech, serving, worktree, write_section
+from bench.harness import (
+    ROOT,
+    arguments,
+    machine,
+    percentile,
+    piper_speech,
+    serving,
+    worktree,
+    write_section,
+)
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -113,10 +121,7 @@ def table(result: dict, before: str, runs: int, count: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", default="d22f624", help="git revision to compare with")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(__doc__, runs=3, before="d22f624")
     args = parser.parse_args()
     utterances = piper_speech(COMMANDS)
     with worktree(args.before) as old, tempfile.TemporaryDirectory() as work:

@@ -3,7 +3,7 @@ another revision served beside this one, and its own section of bench/RESULTS.md
 
 Every benchmark runs from the repository root as ``python -m bench.<name>``.
 
-- :func:`parser`: the arguments every benchmark has (``--runs``, ``--before``,
+- :func:`arguments`: the arguments every benchmark has (``--runs``, ``--before``,
   ``--no-write``), each only where it applies;
 - :func:`machine`: the CPU, cores, GPU and Python version, for the record;
 - :func:`timed`, :func:`median`, :func:`percentile`, :func:`ms`, :func:`spread`:
@@ -24,6 +24,7 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -50,24 +51,27 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # ---------------------------------------------------------------- arguments
 
 
-def parser(
+def arguments(
     doc: str | None,
     *,
     runs: int | None = None,
+    runs_help: str = "runs",
     before: str | bool | None = None,
     write: bool = True,
 ) -> argparse.ArgumentParser:
     """The argument parser a benchmark starts from: its docstring's first line as the
     description, and the shared options it asks for. ``runs``: ``--runs`` with that
-    default; ``before``: ``--before``, the git revision to compare with (that default,
-    or required when ``True``); ``write``: ``--no-write`` (print only, RESULTS.md left
-    as it is). A benchmark adds its own options to what it returns."""
+    default (``runs_help`` saying what one run is); ``before``: ``--before``, the git
+    revision to compare with (that default, or required when ``True``); ``write``:
+    ``--no-write`` (print only, RESULTS.md left as it is). A benchmark adds its own
+    options to what it returns."""
     out = argparse.ArgumentParser(
+        prog=f"python -m bench.{Path(sys.argv[0]).stem}",
         description=(doc or "").strip().split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     if runs is not None:
-        out.add_argument("--runs", type=int, default=runs, help=f"runs (default {runs})")
+        out.add_argument("--runs", type=int, default=runs, help=f"{runs_help} (default {runs})")
     if before is True:
         out.add_argument("--before", required=True, help="git revision to compare with")
     elif before:

@@ -38,7 +38,6 @@ paddings instead (no daemon; the session's decisions depend on samples, not on t
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
@@ -59,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from bench.signals import pink_noise
 from tests.helpers import word_edits
 
@@ -1043,7 +1042,7 @@ def sweep_padding(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips")
     parser.add_argument("--workers", type=int, default=6, help="clients at once")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
@@ -1105,7 +1104,7 @@ def main() -> None:
     load = args.load or "Other jobs shared the CPU; accuracy does not depend on load."
     text = table(clips, results, extra, load, args.part, formats)
     print(text)
-    if not args.daemon_config:
+    if not args.daemon_config and not args.no_write:
         write_section("heldout" if args.part == "choice" else "heldout-unseen", text, args.output)
 
 

@@ -34,7 +34,6 @@ command, Piper and eSpeak NG en-us, half the ordinary clips (a busy machine).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import json
@@ -52,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from bench import house_set
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from bench.heldout import (
     FORMATS,
     MIX_RATE,
@@ -315,7 +314,7 @@ def run_daemons(fake_url: str, clips: list[NameClip], ordinary: list[Clip], log:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="12 commands, 2 voices, 30 clips")
     parser.add_argument("--voices", type=int, default=len(NAME_VOICES), help="voices (1-4)")
     parser.add_argument("--ordinary", type=int, default=120, help="ordinary clips (up to 120)")
@@ -357,8 +356,9 @@ def main() -> None:
     note = " ".join(x for x in (args.load, "Quick run." if args.quick else "") if x)
     body = body.replace("{note}", f" {note}" if note else "")
     print(body)
-    write_section("house-names", body, args.output)
-    log(f"wrote the house-names section of {args.output}")
+    if not args.no_write:
+        write_section("house-names", body, args.output)
+        log(f"wrote the house-names section of {args.output}")
 
 
 def report(

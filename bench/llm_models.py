@@ -19,7 +19,6 @@ The machine's other load shifts the timings: compare models measured in one run
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -28,6 +27,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from bench.harness import arguments
 from daemon.config import LlmConfig
 from daemon.engines.llm.base import LlmEngine, Sampling
 from daemon.engines.llm.local import LocalLlm
@@ -255,7 +255,7 @@ def table(results: list[Result]) -> str:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument(
         "--model",
         action="append",

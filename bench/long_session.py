@@ -22,7 +22,6 @@ Run: .venv/bin/python -m bench.long_session [--turns 200] [--window 10] [--no-wr
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import statistics
@@ -35,7 +34,7 @@ import httpx
 import numpy as np
 import psutil
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -234,10 +233,9 @@ def _same_words(said: str, heard: str) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--window", type=int, default=10)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.turns < 2 * args.window:
         raise SystemExit("--turns must be at least twice --window")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT
+from bench.harness import ROOT, arguments
 
 WORDS = (
     "the bins go out on tuesday and the kitchen lights turn off at ten in the evening "
@@ -96,7 +96,7 @@ def memory(hearth: bool, count: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--speed", type=int, default=40, help="sentences for the speed part")
     parser.add_argument("--memory-of", choices=["defaults", "hearth"], help=argparse.SUPPRESS)

@@ -28,7 +28,6 @@ Run: .venv/bin/python -m bench.realtime_bench [--runs 5] [--idle-seconds 60] [--
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import datetime
@@ -41,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from bench.webrtc_bench import UTTERANCE, speak
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
@@ -472,8 +471,7 @@ async def run(runs: int, idle_s: float, quick: bool = False) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=None, help="60 (quick: 10)")
     parser.add_argument("--quick", action="store_true", help="one run, 10 s idle (a check)")
     parser.add_argument(
@@ -483,7 +481,6 @@ def main() -> None:
         "--paths", default="realtime,webrtc", help="with --voices: realtime, webrtc or both"
     )
     parser.add_argument("--instructions", default=None, help="the Realtime sessions' own")
-    parser.add_argument("--no-write", action="store_true", help="print only (no RESULTS.md)")
     args = parser.parse_args()
     if args.voices:
         kinds = [k for k in args.voices.split(",") if k]
@@ -499,7 +496,8 @@ def main() -> None:
     idle_s = args.idle_seconds or (10.0 if args.quick else 60.0)
     text = asyncio.run(run(runs, idle_s, args.quick))
     print(text)
-    write_section("realtime", text)
+    if not args.no_write:
+        write_section("realtime", text)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Run: .venv/bin/python -m bench.remote_bench [--runs 8] [--rounds 3]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -33,7 +32,7 @@ from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-from bench.harness import machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, percentile, write_section
 from bench.wyoming_bench import (
     CHUNK,
     RATE,
@@ -270,13 +269,13 @@ async def run(runs: int, rounds: int) -> str:
 
 def main() -> None:
     """Run the benchmark and write its section of bench/RESULTS.md."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=8)
+    parser = arguments(__doc__, runs=8)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     table = asyncio.run(run(args.runs, args.rounds))
     print(table)
-    write_section("remote", table)
+    if not args.no_write:
+        write_section("remote", table)
 
 
 if __name__ == "__main__":

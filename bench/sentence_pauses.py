@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.harness import arguments
+
 COMPLETE = [
     "Turn on the kitchen lights.",
     "What is the weather like tomorrow?",
@@ -317,9 +319,9 @@ def main() -> None:
     if sys.argv[1:2] == ["--arm"]:
         arm()
         return
-    from bench.harness import ROOT, parser, worktree, write_section
+    from bench.harness import ROOT, worktree, write_section
 
-    args = parser(__doc__, before="58aa898").parse_args()
+    args = arguments(__doc__, before="58aa898").parse_args()
     with worktree(args.before) as before, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         clips = work / "clips.npz"

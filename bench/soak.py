@@ -31,7 +31,6 @@ last half as MB per 1000 requests (least squares), and each kind's median latenc
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import contextlib
@@ -55,7 +54,7 @@ import httpx
 import numpy as np
 import psutil
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
 
@@ -428,7 +427,7 @@ def run_one(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--kinds", default="mixed", help="mixed, each, or KIND[,KIND]")
     parser.add_argument("--clients", type=int, default=4)
@@ -437,7 +436,6 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--label", default="")
     parser.add_argument("--section", default="soak")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
     if args.kinds == "each":

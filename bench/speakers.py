@@ -20,7 +20,6 @@ through a real ``hearth serve`` (median of paired runs, real-time pacing).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
 import subprocess
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from daemon.audio.pcm import RATE, resample_pcm
 from daemon.config import SpeakersConfig
 
@@ -189,8 +188,6 @@ def main(runs: int, write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(__doc__, runs=5)
     args = parser.parse_args()
     main(args.runs, not args.no_write)

@@ -26,7 +26,6 @@ Run: .venv/bin/python -m bench.speech_to_speech [--before main] [--runs 3] [--no
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
@@ -44,6 +43,7 @@ import numpy as np
 
 from bench.harness import (
     ROOT,
+    arguments,
     machine,
     percentile,
     piper_speech,
@@ -508,11 +508,8 @@ def comma_pause() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--before", default="main", help="git revision to compare with")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3, before="main")
     parser.add_argument("--budget-runs", type=int, default=2)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--budget-only", action="store_true", help="only the in-process budget")
     parser.add_argument(
         "--history", action="store_true", help="the budget's turns as one conversation each"

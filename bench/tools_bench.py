@@ -25,7 +25,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import tempfile
@@ -36,7 +35,7 @@ from typing import Any
 
 import openai
 
-from bench.harness import machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, percentile, write_section
 from tests.daemon import Daemon
 
 ASKED_AGAIN = "asking it for words"
@@ -305,9 +304,8 @@ the embedded model stays useful as its fallback and for short spoken answers."""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--llm-model", default="", help="a GGUF instead of the embedded LLM")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     args = parser.parse_args()
     import llama_cpp
 

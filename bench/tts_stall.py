@@ -9,7 +9,6 @@ Run with ``.venv/bin/python -m bench.tts_stall``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import socket
@@ -20,7 +19,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.harness import machine, percentile, write_section
+from bench.harness import arguments, machine, percentile, write_section
 from tests.daemon import Daemon
 
 TIMEOUT_S = 8.0
@@ -90,7 +89,7 @@ def row(name: str, values: list[float], failed: list[int]) -> str:
     return f"| {name} | {len(values)} | {p50:.0f} | {p95:.0f} | {len(failed)} |"
 
 
-def main(clients: int, seconds: float, count: int) -> None:
+def main(clients: int, seconds: float, count: int, write: bool = True) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         daemon = Daemon(Path(tmp)).start(timeout=180)
         try:
@@ -128,13 +127,14 @@ def main(clients: int, seconds: float, count: int) -> None:
         "after (text is synthesized in pieces of at most 240 characters).\n"
     )
     print(text)
-    write_section("tts-stall", text)
+    if write:
+        write_section("tts-stall", text)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__doc__)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--maximal", type=int, default=20)
     args = parser.parse_args()
-    main(args.clients, args.seconds, args.maximal)
+    main(args.clients, args.seconds, args.maximal, not args.no_write)

@@ -26,7 +26,6 @@ Reported for each configuration, measured in the same run:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
@@ -40,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from faster_whisper import WhisperModel
 
-from bench.harness import machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, percentile, write_section
 from daemon.audio.pcm import RATE, AudioFormat, resample_pcm
 from daemon.config import parse_config
 from daemon.engines.hardware import probe
@@ -559,9 +558,8 @@ async def main(s2s_runs: int, write: bool, with_variants: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--s2s-runs", type=int, default=3)
     parser.add_argument("--variants", action="store_true", help="compare ways of running it")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     asyncio.run(main(args.s2s_runs, not args.no_write, args.variants))

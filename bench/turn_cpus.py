@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 
-from bench.harness import ROOT, machine, write_section
+from bench.harness import ROOT, arguments, machine, write_section
 from bench.turn_reference import TABLE, clip_audio, cpu_flags
 
 CPUS = {
@@ -109,10 +109,9 @@ def main(cpus: list[str], write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpus", nargs="*", default=list(CPUS))
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.probe:
         probe()

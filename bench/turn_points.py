@@ -17,14 +17,13 @@ question (0: none).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
 import shutil
 import tempfile
 
-from bench.harness import machine, write_section
+from bench.harness import arguments, machine, write_section
 from bench.turn_bench import ESPEAK_VOICES, PIPER_VOICES, bench_turns, make_set
 from daemon.config import parse_config
 from daemon.engines.hardware import probe
@@ -88,9 +87,8 @@ async def main(configs: list[tuple[int, int]], write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--configs", default="240:0,96:0,128:0,160:0,160:128")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     pairs = [tuple(int(v) for v in c.split(":")) for c in args.configs.split(",")]
     asyncio.run(main([(a, b) for a, b in pairs], not args.no_write))

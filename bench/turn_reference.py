@@ -32,14 +32,13 @@ as audio; the test builds them the same way, with :func:`clip_audio`.
 from __future__ import annotations
 
 import json
-import sys
 import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.harness import ROOT
+from bench.harness import ROOT, arguments
 
 DATA = ROOT / "tests" / "data"
 CLIPS = DATA / "turn"
@@ -228,4 +227,7 @@ def reference() -> None:
 
 
 if __name__ == "__main__":
-    {"synth": synth, "reference": reference}[sys.argv[1]]()
+    steps = {"synth": synth, "reference": reference}
+    parser = arguments(__doc__, write=False)
+    parser.add_argument("step", choices=steps, help="synth (step 1) or reference (step 2)")
+    steps[parser.parse_args().step]()

@@ -14,7 +14,6 @@ probabilities, and from the table's, is printed too.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.harness import arguments
 from bench.turn_reference import TABLE, clip_audio
 from daemon.engines.models import resolve_turn_model
 from daemon.engines.turn.features import (
@@ -92,7 +92,7 @@ def cpu_ms(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--calls", type=int, default=30, help="timed calls per way and clip")
     parser.add_argument("--rounds", type=int, default=5, help="alternations per clip")
     parser.add_argument("--warmup", type=int, default=3)

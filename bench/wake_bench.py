@@ -68,7 +68,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.wake import Detect, Detection
 
-from bench.harness import ROOT, machine, median, percentile, write_section
+from bench.harness import ROOT, arguments, machine, median, percentile, write_section
 from bench.signals import pink_noise
 from daemon.engines.wake import WakeLibrary, WakeModelSettings
 from tests.daemon import Daemon
@@ -853,7 +853,7 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = arguments(__doc__, write=False)
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--peer-venv", type=Path, default=PEER_VENV)
     ap.add_argument("--write", action="store_true")

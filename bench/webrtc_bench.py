@@ -15,7 +15,6 @@ Run: .venv/bin/python -m bench.webrtc_bench [--runs 5] [--idle-seconds 120] [--r
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import statistics
@@ -28,7 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.harness import machine, percentile, write_section
+from bench.harness import arguments, machine, percentile, write_section
 from tests.daemon import Daemon
 from tests.helpers import wav, words
 from tests.webrtc_client import RtcClient
@@ -278,19 +277,20 @@ async def speak(daemon: Daemon) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=120.0)
     parser.add_argument("--release-only", action="store_true", help="only the release table")
     args = parser.parse_args()
     release = asyncio.run(release_rows(args.runs))
     print(release)
-    write_section("webrtc-release", release)
+    if not args.no_write:
+        write_section("webrtc-release", release)
     if args.release_only:
         return
     text = asyncio.run(run(args.runs, args.idle_seconds))
     print(text)
-    write_section("webrtc", text)
+    if not args.no_write:
+        write_section("webrtc", text)
 
 
 if __name__ == "__main__":

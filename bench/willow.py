@@ -14,7 +14,6 @@ Run: ``.venv/bin/python -m bench.willow``.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
 import tempfile
@@ -27,7 +26,7 @@ import httpx
 import numpy as np
 
 from bench.core_engines import UTTERANCE
-from bench.harness import ROOT, machine, percentile, write_section
+from bench.harness import ROOT, arguments, machine, percentile, write_section
 from daemon.audio.pcm import RATE, encode
 from daemon.config import WillowConfig
 from tests.daemon import Daemon
@@ -113,7 +112,7 @@ def section(rows: list[str], notes: list[str]) -> str:
     return head + "\n".join(rows) + "\n\n" + " ".join(notes)
 
 
-def main(runs: int, rounds: int, output: Path) -> None:
+def main(runs: int, rounds: int, output: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         daemon = Daemon(Path(tmp)).start(timeout=180)
         try:
@@ -161,13 +160,13 @@ def main(runs: int, rounds: int, output: Path) -> None:
     ]
     text = section(rows, notes)
     print(text)
-    write_section("willow", text, output)
+    if output is not None:
+        write_section("willow", text, output)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser = arguments(__doc__, runs=7)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
     args = parser.parse_args()
-    main(args.runs, args.rounds, args.output)
+    main(args.runs, args.rounds, None if args.no_write else args.output)

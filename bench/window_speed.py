@@ -39,7 +39,6 @@ takes about 5):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import functools
@@ -54,7 +53,15 @@ import httpx
 import numpy as np
 
 from bench import handsfree_webrtc, webrtc_bench, willow, wyoming_bench
-from bench.harness import ROOT, SERVE_CONFIG, machine, percentile, piper_speech, write_section
+from bench.harness import (
+    ROOT,
+    SERVE_CONFIG,
+    arguments,
+    machine,
+    percentile,
+    piper_speech,
+    write_section,
+)
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
 from tests.helpers import free_port, words
@@ -469,14 +476,12 @@ async def measure(bench: Bench, rows: Sequence[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--rounds", type=int, default=3, help="of the concurrent rows")
     parser.add_argument("--today-config", default=TODAY, help="extra YAML of today's daemon")
     parser.add_argument("--new-config", default=NEW, help="extra YAML of the new daemon")
     parser.add_argument("--only", default=",".join(ROWS), help=f"rows: {','.join(ROWS)}")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rows = [r.strip() for r in args.only.split(",") if r.strip()]
     if unknown := set(rows) - set(ROWS):

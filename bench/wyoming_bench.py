@@ -17,7 +17,6 @@ Run: .venv/bin/python -m bench.wyoming_bench [--runs 5]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
@@ -37,7 +36,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, machine, percentile, write_section
+from bench.harness import ROOT, arguments, machine, percentile, write_section
 from daemon.audio.pcm import resample_pcm
 from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
 from tests.daemon import Daemon
@@ -388,8 +387,7 @@ async def batching(rounds: int, hearth_config: str = "") -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument(
         "--batching",
         action="store_true",
@@ -405,11 +403,13 @@ def main() -> None:
             print(text)
             return
         print(text)
-        write_section("batching", text)
+        if not args.no_write:
+            write_section("batching", text)
         return
     text = asyncio.run(run(args.runs))
     print(text)
-    write_section("wyoming", text)
+    if not args.no_write:
+        write_section("wyoming", text)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Assistant does, and measures on loopback, in one run:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
@@ -48,7 +47,7 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 
-from bench.harness import machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, percentile, write_section
 from bench.turn_bench import (
     ESPEAK_VOICES,
     PIPER_VOICES,
@@ -653,13 +652,11 @@ async def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, runs=1, runs_help="passes over the home commands")
     parser.add_argument("--quick", action="store_true", help="a subset, to check it works")
-    parser.add_argument("--runs", type=int, default=1, help="passes over the home commands")
     parser.add_argument(
         "--espeak", action="store_true", help="the turn bench's espeak-ng voices too (longer)"
     )
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
         "--ratio-only", action="store_true", help="only the home commands against the peer"
     )
