@@ -30,10 +30,9 @@ import asyncio
 import datetime
 import importlib.util
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +42,18 @@ import numpy as np
 from bench.handsfree_webrtc import one_turn
 from bench.harness import (
     ROOT,
+    InTurn,
+    Samples,
     arguments,
     machine,
-    percentile,
     piper_speech,
     revision,
     serving,
+    spread,
     worktree,
     write_section,
 )
+from bench.realtime_bench import until
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -194,15 +196,15 @@ async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, flo
 
     client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="bench", max_retries=0)
     async with client.realtime.connect(model="gpt-realtime") as conn:
-        await _until(conn, "session.created")
+        await until(conn, "session.created", WAIT_S)
         session = {"type": "realtime", "tools": [LIGHT], "tool_choice": "auto"}
         session["audio"] = {"input": {"turn_detection": None}}
         await conn.session.update(session=session)
-        await _until(conn, "session.updated")
+        await until(conn, "session.updated", WAIT_S)
         content = [{"type": "input_text", "text": question}]
         item = {"type": "message", "role": "user", "content": content}
         await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
-        await _until(conn, "conversation.item.done")
+        await until(conn, "conversation.item.done", WAIT_S)
         began = time.monotonic()
         await conn.response.create()
         first = 0.0
@@ -218,34 +220,13 @@ async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, flo
         return time.monotonic() - began, first, len("".join(said).split())
 
 
-async def _until(conn: Any, kind: str) -> Any:
-    async with asyncio.timeout(WAIT_S):
-        while (event := await conn.recv()).type != kind:
-            if event.type == "error":
-                raise RuntimeError(f"Realtime: {event.error}")
-    return event
-
-
 # ---------------------------------------------------------------- the run
 
 
-Times = dict[str, dict[str, list[float]]]
-"""measure -> tree -> seconds."""
-
-
-async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: int) -> Times:
-    times: Times = {}
-
-    def note(what: str, name: str, seconds: float | None) -> None:
-        if seconds is not None:
-            times.setdefault(what, {n: [] for n in daemons})[name].append(seconds)
-
-    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
-        for name, daemon in daemons.items():  # turn by turn: load falls on both
-            try:
-                note(what, name, await job(daemon))
-            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
-                print(f"{what} ({name}) failed: {exc}", file=sys.stderr)
+async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: int) -> Samples:
+    """Seconds, by measure and tree, the daemons taking turns request by request."""
+    turns = InTurn(daemons)
+    note, each = turns.note, turns.each
 
     clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
     try:
@@ -292,23 +273,16 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
     finally:
         for client in clients.values():
             await client.close()
-    return times
+    return turns.samples
 
 
-def table(times: Times, revision: str, runs: int) -> str:
-    def ms(values: list[float], q: float | None = None) -> str:
-        if not values:
-            return "-"
-        value = statistics.median(values) if q is None else percentile(values, q)
-        return f"{value * 1000:.0f} ms"
-
+def table(times: Samples, revision: str, runs: int) -> str:
     rows = []
     for what, by in times.items():
         old, new = by.get("before", []), by.get("after", [])
         ratio = f"{statistics.median(new) / statistics.median(old):.2f}" if old and new else "-"
         rows.append(
-            f"| {what} | {ms(old)} ({ms(old, 0.9)}) | {ms(new)} ({ms(new, 0.9)}) | {ratio} "
-            f"| {len(old)} / {len(new)} |"
+            f"| {what} | {spread(old)} | {spread(new)} | {ratio} | {len(old)} / {len(new)} |"
         )
     return "\n".join(
         [

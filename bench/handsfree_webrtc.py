@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +25,8 @@ from bench.harness import (
     ROOT,
     arguments,
     machine,
+    median,
+    ms,
     percentile,
     piper_speech,
     serving,
@@ -89,18 +90,13 @@ async def measure(daemons: dict[str, Daemon], utterances: list[np.ndarray], runs
 def table(result: dict, before: str, runs: int, count: int) -> str:
     times, missing = result["times"], result["missing"]
 
-    def ms(values: list[float], q: float | None = None) -> str:
-        if not values:
-            return "-"
-        value = statistics.median(values) if q is None else percentile(values, q)
-        return f"{value * 1000:.0f} ms"
-
     rows = [
-        f"| {name} | {ms(times[name])} | {ms(times[name], 0.9)} | {len(times[name])} "
+        f"| {name} | {ms(median(times[name]))} | {ms(percentile(times[name], 0.9))} "
+        f"| {len(times[name])} "
         f"| {missing[name]} |"
         for name in times
     ]
-    old, new = (statistics.median(v) if v else float("nan") for v in times.values())
+    old, new = (median(v) for v in times.values())
     return "\n".join(
         [
             "## Hands-free speech to speech before and after the conversation engine",

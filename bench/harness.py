@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -231,6 +231,33 @@ def rss_mb(pid: int) -> float:
         return sum(p.memory_info().rss for p in procs) / 1e6
     except psutil.Error:
         return float("nan")
+
+
+Samples = dict[str, dict[str, list[float]]]
+"""What was measured -> whom it was measured on (a tree, a server) -> the values."""
+T = TypeVar("T")
+
+
+class InTurn(Generic[T]):
+    """Several trees or servers measured in turn, request by request, so that load on the
+    machine falls on all of them alike; the values in :attr:`samples`."""
+
+    def __init__(self, targets: dict[str, T]) -> None:
+        self.targets = targets
+        self.samples: Samples = {}
+
+    def note(self, what: str, name: str, value: float | None) -> None:
+        """One value of ``what`` on ``name`` (``None``: no sample)."""
+        if value is not None:
+            self.samples.setdefault(what, {n: [] for n in self.targets})[name].append(value)
+
+    async def each(self, what: str, job: Callable[[T], Any]) -> None:
+        """``job`` on every target in turn; a failure is a missing sample, said on stderr."""
+        for name, target in self.targets.items():
+            try:
+                self.note(what, name, await job(target))
+            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
+                print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- before and after

@@ -32,9 +32,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psutil
 
-from bench.harness import arguments, machine, write_section
+from bench.harness import arguments, machine, rss_mb, write_section
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -71,11 +70,6 @@ def pool_seconds(metrics: str) -> dict[str, float]:
             engine = line.split('engine="', 1)[1].split('"', 1)[0]
             out[engine] = float(line.rsplit(" ", 1)[1])
     return out
-
-
-def rss_mb(pid: int) -> float:
-    proc = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 1e6
 
 
 async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:

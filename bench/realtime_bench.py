@@ -105,11 +105,11 @@ async def realtime_turn(
     if instructions is not None:
         settings["instructions"] = instructions
     async with client.realtime.connect(model="gpt-realtime") as conn:
-        created = await _until(conn, "session.created")
+        created = await until(conn, "session.created")
         if fresh is not None:
             fresh.update(created.session.model_dump(exclude_none=False))
         await conn.session.update(session=settings)  # type: ignore[arg-type]
-        await _until(conn, "session.updated")
+        await until(conn, "session.updated")
         began = time.monotonic()
         ended = began + LEAD_S + len(speech) / RATE
 
@@ -148,11 +148,12 @@ async def realtime_turn(
     )
 
 
-async def _until(conn: Any, kind: str) -> Any:
-    async with asyncio.timeout(TURN_TIMEOUT_S):
+async def until(conn: Any, kind: str, timeout: float = TURN_TIMEOUT_S) -> Any:
+    """The next Realtime event of ``kind`` (an ``error`` event raises)."""
+    async with asyncio.timeout(timeout):
         while (event := await conn.recv()).type != kind:
             if event.type == "error":
-                raise RuntimeError(f"error event: {event.error}")
+                raise RuntimeError(f"Realtime error event: {event.error}")
     return event
 
 
@@ -394,7 +395,7 @@ async def idle_cost(daemon: Daemon, seconds: float) -> tuple[float, float]:
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
     try:
         async with client.realtime.connect(model="gpt-realtime") as conn:
-            await _until(conn, "session.created")
+            await until(conn, "session.created")
             await asyncio.sleep(1.0)
             up, down, began = proxy.up, proxy.down, time.monotonic()
             reader = asyncio.ensure_future(conn.recv())  # the client reads, as it would

@@ -32,7 +32,7 @@ from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-from bench.harness import arguments, machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, ms, percentile, write_section
 from bench.wyoming_bench import (
     CHUNK,
     RATE,
@@ -121,10 +121,6 @@ def asr_calls(daemon: Daemon) -> tuple[float, float]:
             if line.startswith(f'hearth_engine_latency_seconds_{kind}{{engine="asr"}}'):
                 found[kind] = float(line.rsplit(" ", 1)[1])
     return found["sum"], found["count"]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
 
 
 async def run(runs: int, rounds: int) -> str:

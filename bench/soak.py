@@ -35,7 +35,6 @@ import asyncio
 import base64
 import contextlib
 import datetime
-import io
 import itertools
 import json
 import os
@@ -43,7 +42,6 @@ import random
 import statistics
 import tempfile
 import time
-import wave
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -52,10 +50,9 @@ from typing import Any
 
 import httpx
 import numpy as np
-import psutil
 
-from bench.harness import arguments, machine, write_section
-from daemon.audio.pcm import resample_pcm
+from bench.harness import arguments, machine, rss_mb, write_section
+from daemon.audio.pcm import encode, resample_pcm
 from tests.daemon import Daemon
 
 KINDS = (
@@ -98,16 +95,6 @@ class Load:
     held_turns: list[float] = field(default_factory=list)
     """Each turn of the held session: seconds from commit to ``response.done``."""
     held_failed: int = 0
-
-
-def wav_bytes(pcm: bytes, rate: int = RATE) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(pcm)
-    return out.getvalue()
 
 
 class Clients:
@@ -181,7 +168,7 @@ class Clients:
         response.raise_for_status()
 
     async def openai_stt(self) -> None:
-        files = {"file": ("command.wav", wav_bytes(self.clip()), "audio/wav")}
+        files = {"file": ("command.wav", encode(self.clip(), RATE, "wav"), "audio/wav")}
         response = await self.http.post(
             "/v1/audio/transcriptions", files=files, data={"model": "whisper-1"}
         )
@@ -236,15 +223,6 @@ class Clients:
 
     def call(self, kind: str) -> Callable[[], Awaitable[None]]:
         return getattr(self, kind.replace("-", "_"))  # type: ignore[no-any-return]
-
-
-def rss_mb(pid: int) -> float:
-    try:
-        proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
-        return sum(p.memory_info().rss for p in procs) / 1e6
-    except psutil.Error:
-        return float("nan")
 
 
 async def heap_mb(http: httpx.AsyncClient) -> float:

@@ -31,10 +31,9 @@ import contextlib
 import datetime
 import shutil
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ import numpy as np
 
 from bench.harness import (
     ROOT,
+    InTurn,
+    Samples,
     arguments,
     machine,
     percentile,
@@ -75,8 +76,6 @@ ESPEAK_COMMANDS = (
 LONG_COMMAND = "Turn on the kitchen lights and set the thermostat to 72 degrees."
 WAIT_S = 120.0
 QUIET_DBFS = -40.0
-
-Samples = dict[str, dict[str, list[float]]]
 
 
 def _levels(pcm: np.ndarray) -> np.ndarray:
@@ -233,18 +232,9 @@ async def wyoming_voice_stopped(daemon: Daemon, speech: np.ndarray) -> float | N
 
 
 async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], runs: int) -> Samples:
-    samples: Samples = {}
-
-    def note(what: str, name: str, value: float | None) -> None:
-        if value is not None:
-            samples.setdefault(what, {n: [] for n in daemons})[name].append(value)
-
-    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
-        for name, daemon in daemons.items():  # turn by turn: load falls on both
-            try:
-                note(what, name, await job(daemon))
-            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
-                print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
+    """Values by measure and tree, the daemons taking turns request by request."""
+    turns = InTurn(daemons)
+    note, each = turns.note, turns.each
 
     clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
     try:
@@ -272,7 +262,7 @@ async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], run
     finally:
         for client in clients.values():
             await client.close()
-    return samples
+    return turns.samples
 
 
 # ---------------------------------------------------------------- the budget, in process

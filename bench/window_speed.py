@@ -58,6 +58,7 @@ from bench.harness import (
     SERVE_CONFIG,
     arguments,
     machine,
+    ms,
     percentile,
     piper_speech,
     write_section,
@@ -323,10 +324,6 @@ def budget(client: RtcClient, seen: int, began: float, total: float) -> dict[str
         "transcript -> first reply words": delta - infer,
         "first reply words -> first audio": frames[0] - delta,
     }
-
-
-def ms(seconds: float) -> str:
-    return "-" if seconds != seconds else f"{seconds * 1000:.0f} ms"
 
 
 def ratio(a: float, b: float) -> float:

@@ -36,7 +36,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, arguments, machine, percentile, write_section
+from bench.harness import ROOT, arguments, machine, ms, percentile, write_section
 from daemon.audio.pcm import resample_pcm
 from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
 from tests.daemon import Daemon
@@ -229,9 +229,6 @@ async def run(runs: int) -> str:
             ok = [r for r in results if not isinstance(r, BaseException)]
             good = [r[0] for r in ok if words(r[1]) == words(UTTERANCE)]
             concurrent[server.name] = (len(good), [r[0] for r in ok])
-
-    def ms(seconds: float) -> str:
-        return f"{seconds * 1000:.0f} ms"
 
     med = {name: statistics.median(v) for name, v in asr.items()}
     asr_ratio = med[hearth.name] / med[ref_asr.name]

@@ -47,7 +47,7 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 
-from bench.harness import arguments, machine, median, percentile, write_section
+from bench.harness import arguments, machine, median, ms, percentile, write_section
 from bench.turn_bench import (
     ESPEAK_VOICES,
     PIPER_VOICES,
@@ -428,10 +428,6 @@ async def make_clips(quick: bool, espeak: bool) -> tuple[list[Clip], Clip, list[
         finally:
             engines.close()
     return clips, timer, [v.name for v in voices]
-
-
-def ms(seconds: float) -> str:
-    return "-" if math.isnan(seconds) else f"{seconds * 1000:.0f} ms"
 
 
 def stats(answers: list[tuple[Clip, Answer]]) -> dict[str, float]:
