@@ -41,8 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import arguments
-
 COMPLETE = [
     "Turn on the kitchen lights.",
     "What is the weather like tomorrow?",
@@ -319,7 +317,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--arm"]:
         arm()
         return
-    from bench.harness import ROOT, worktree, write_section
+    from bench.harness import ROOT, arguments, worktree, write_section
 
     args = arguments(__doc__, before="58aa898").parse_args()
     with worktree(args.before) as before, tempfile.TemporaryDirectory() as tmp:
