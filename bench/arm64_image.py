@@ -39,7 +39,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, arguments, machine, write_section
+from bench.harness import ROOT, arguments, machine, publish
 from daemon.ops import probe
 from tests import containers
 from tests.helpers import assert_heard, espeak_pcm, free_port, silence
@@ -306,9 +306,7 @@ def main() -> None:
         ),
     ]
     table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        write_section("arm64", table)
+    publish("arm64", table, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.harness import arguments, machine, median, write_section
+from bench.harness import arguments, machine, median, publish
 from bench.webrtc_bench import speak
 from tests.browser import chrome, wait_for, write_wav
 from tests.daemon import Daemon
@@ -187,9 +187,7 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args()
     text = run(args.runs, args.idle_seconds)
-    print(text)
-    if not args.no_write:
-        write_section("card", text)
+    publish("card", text, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bench.harness import ROOT, arguments, machine, median, write_section
+from bench.harness import ROOT, arguments, machine, median, publish
 from daemon.config import LlmConfig
 from daemon.engines.llm.base import ChatMessage, Sampling
 from daemon.engines.llm.local import LocalLlm
@@ -229,9 +229,7 @@ def main() -> None:
     times = asyncio.run(bench_in_process(path, args.runs))
     cli = bench_cli(args.cli_runs, args.llm_model) if args.cli_runs else {"cold": [], "warm": []}
     text = report(path, times, cli, args.runs)
-    print(text)
-    if not args.no_write:
-        write_section("chat-first-clause", text, args.output)
+    publish("chat-first-clause", text, not args.no_write, args.output)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.harness import arguments, machine, median, write_section
+from bench.harness import arguments, machine, median, publish
 from daemon.ops import probe
 from tests import containers
 from tests.daemon import Daemon
@@ -230,9 +230,7 @@ def main() -> None:
         f"| idle, `hearth serve` from the venv (RSS) | {median(venv):.0f} MB | {len(venv)} |",
     ]
     table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        write_section("container", table)
+    publish("container", table, not args.no_write)
 
 
 if __name__ == "__main__":

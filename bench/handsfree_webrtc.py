@@ -29,9 +29,9 @@ from bench.harness import (
     ms,
     percentile,
     piper_speech,
+    publish,
     serving,
     worktree,
-    write_section,
 )
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
@@ -127,9 +127,7 @@ def main() -> None:
         ):
             result = asyncio.run(measure({"before": before, "after": after}, utterances, args.runs))
     text = table(result, args.before, args.runs, len(COMMANDS))
-    print(text)
-    if not args.no_write:
-        write_section("conversation-move", text)
+    publish("conversation-move", text, not args.no_write)
 
 
 if __name__ == "__main__":

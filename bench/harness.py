@@ -11,7 +11,8 @@ Every benchmark runs from the repository root as ``python -m bench.<name>``.
 - :func:`worktree`: a git revision checked out beside this tree (the one way a
   benchmark compares with a revision), and :func:`serving`: ``hearth serve`` from a
   given tree;
-- :func:`write_section`: one benchmark's section of bench/RESULTS.md, the others kept.
+- :func:`publish` and :func:`write_section`: one benchmark's section of
+  bench/RESULTS.md, printed and written, the others kept.
 """
 
 from __future__ import annotations
@@ -344,3 +345,11 @@ def piper_speech(texts: tuple[str, ...]) -> list[np.ndarray]:
         return [asyncio.run(one(t)) for t in texts]
     finally:
         engines.close()
+
+
+def publish(name: str, text: str, write: bool = True, path: Path = RESULTS) -> None:
+    """Print a bench's section, and write it as section ``name`` of ``path`` unless
+    ``write`` is false (``--no-write``)."""
+    print(text, flush=True)
+    if write:
+        write_section(name, text, path)

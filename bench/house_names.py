@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from bench import house_set
-from bench.harness import ROOT, arguments, machine, write_section
+from bench.harness import ROOT, arguments, machine, publish
 from bench.heldout import (
     FORMATS,
     MIX_RATE,
@@ -355,10 +355,7 @@ def main() -> None:
     body = report(clips, ordinary, texts, house_names, speed)
     note = " ".join(x for x in (args.load, "Quick run." if args.quick else "") if x)
     body = body.replace("{note}", f" {note}" if note else "")
-    print(body)
-    if not args.no_write:
-        write_section("house-names", body, args.output)
-        log(f"wrote the house-names section of {args.output}")
+    publish("house-names", body, not args.no_write, args.output)
 
 
 def report(

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench.harness import arguments, machine, rss_mb, write_section
+from bench.harness import arguments, machine, publish, rss_mb
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -235,9 +235,7 @@ def main() -> None:
         raise SystemExit("--turns must be at least twice --window")
     turns, idle = asyncio.run(session(args.turns))
     table = report(turns, idle, args.window)
-    print(table)
-    if not args.no_write:
-        write_section("long-session", table)
+    publish("long-session", table, not args.no_write)
 
 
 if __name__ == "__main__":

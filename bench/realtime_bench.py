@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import arguments, machine, write_section
+from bench.harness import arguments, machine, publish, write_section
 from bench.webrtc_bench import UTTERANCE, speak
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
@@ -496,9 +496,7 @@ def main() -> None:
     runs = 1 if args.quick else args.runs
     idle_s = args.idle_seconds or (10.0 if args.quick else 60.0)
     text = asyncio.run(run(runs, idle_s, args.quick))
-    print(text)
-    if not args.no_write:
-        write_section("realtime", text)
+    publish("realtime", text, not args.no_write)
 
 
 if __name__ == "__main__":

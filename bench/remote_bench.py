@@ -32,7 +32,7 @@ from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-from bench.harness import arguments, machine, median, ms, percentile, write_section
+from bench.harness import arguments, machine, median, ms, percentile, publish
 from bench.wyoming_bench import (
     CHUNK,
     RATE,
@@ -269,9 +269,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     table = asyncio.run(run(args.runs, args.rounds))
-    print(table)
-    if not args.no_write:
-        write_section("remote", table)
+    publish("remote", table, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -317,7 +317,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--arm"]:
         arm()
         return
-    from bench.harness import ROOT, arguments, worktree, write_section
+    from bench.harness import ROOT, arguments, publish, worktree
 
     args = arguments(__doc__, before="58aa898").parse_args()
     with worktree(args.before) as before, tempfile.TemporaryDirectory() as tmp:
@@ -333,9 +333,7 @@ def main() -> None:
             subprocess.run(command, check=True, env=env, cwd=tree)
             arms[name] = json.loads(out.read_text())
     text = table(labels, arms, args.before)
-    print(text)
-    if not args.no_write:
-        write_section("sentence-pauses", text)
+    publish("sentence-pauses", text, not args.no_write)
 
 
 if __name__ == "__main__":

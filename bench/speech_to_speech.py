@@ -48,10 +48,10 @@ from bench.harness import (
     machine,
     percentile,
     piper_speech,
+    publish,
     revision,
     serving,
     worktree,
-    write_section,
 )
 from daemon.audio.pcm import RATE, resample_pcm
 from daemon.engines.tts.text import FIRST_WORDS
@@ -531,9 +531,7 @@ def main() -> None:
             heard = reply_wer(daemons)
     steps = asyncio.run(budget(piper_only, args.budget_runs))
     table = report(samples, steps, before_rev, args.runs, comma_s, heard)
-    print(table)
-    if not args.no_write:
-        write_section("half-second", table)
+    publish("half-second", table, not args.no_write)
 
 
 if __name__ == "__main__":

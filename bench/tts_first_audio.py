@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.harness import arguments, machine, worktree, write_section
+from bench.harness import arguments, machine, publish, worktree
 from bench.wyoming_bench import Server, reference_venv, synthesize, wait_ready
 from daemon.engines.models import package_dir
 from tests.daemon import Daemon
@@ -121,9 +121,7 @@ def main() -> None:
             peer.terminate()
             peer.wait(10)
     text = report(times, args.runs, args.before)
-    print(text)
-    if not args.no_write:
-        write_section("tts-first-audio", text)
+    publish("tts-first-audio", text, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.harness import arguments, machine, percentile, write_section
+from bench.harness import arguments, machine, percentile, publish
 from tests.daemon import Daemon
 from tests.helpers import wav, words
 from tests.webrtc_client import RtcClient
@@ -282,15 +282,11 @@ def main() -> None:
     parser.add_argument("--release-only", action="store_true", help="only the release table")
     args = parser.parse_args()
     release = asyncio.run(release_rows(args.runs))
-    print(release)
-    if not args.no_write:
-        write_section("webrtc-release", release)
+    publish("webrtc-release", release, not args.no_write)
     if args.release_only:
         return
     text = asyncio.run(run(args.runs, args.idle_seconds))
-    print(text)
-    if not args.no_write:
-        write_section("webrtc", text)
+    publish("webrtc", text, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, arguments, machine, ms, percentile, write_section
+from bench.harness import ROOT, arguments, machine, ms, percentile, publish
 from daemon.audio.pcm import resample_pcm
 from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
 from tests.daemon import Daemon
@@ -399,14 +399,10 @@ def main() -> None:
         if args.hearth_config:
             print(text)
             return
-        print(text)
-        if not args.no_write:
-            write_section("batching", text)
+        publish("batching", text, not args.no_write)
         return
     text = asyncio.run(run(args.runs))
-    print(text)
-    if not args.no_write:
-        write_section("wyoming", text)
+    publish("wyoming", text, not args.no_write)
 
 
 if __name__ == "__main__":
