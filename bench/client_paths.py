@@ -32,7 +32,6 @@ import importlib.util
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from bench.harness import (
     arguments,
     machine,
     piper_speech,
+    real_time,
     revision,
     serving,
     spread,
@@ -54,6 +54,7 @@ from bench.harness import (
     write_section,
 )
 from bench.realtime_bench import until
+from bench.willow import HEADERS
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
@@ -169,20 +170,12 @@ def willow_upload(daemon: Daemon, pcm: bytes) -> float:
     step = int(RATE * CHUNK_S) * 2
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), step):
-            yield pcm[i : i + step]
-            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
-        last[0] = time.perf_counter()
-
-    headers = {
-        "x-audio-sample-rate": str(RATE),
-        "x-audio-bits": "16",
-        "x-audio-channel": "1",
-        "x-audio-codec": "pcm",
-    }
-    resp = httpx.post(f"{daemon.url}/api/willow", content=body(), headers=headers, timeout=WAIT_S)
+    resp = httpx.post(
+        f"{daemon.url}/api/willow",
+        content=real_time(pcm, step, last),
+        headers=HEADERS,
+        timeout=WAIT_S,
+    )
     done = time.perf_counter()
     resp.raise_for_status()
     return done - last[0]

@@ -261,6 +261,17 @@ class InTurn(Generic[T]):
                 print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
 
 
+def real_time(pcm: bytes, chunk: int, sent: list[float], rate: int = 16000) -> Iterator[bytes]:
+    """s16 mono ``pcm`` in ``chunk``-byte pieces at real time, as a device uploads it (a
+    request body); when the last piece has gone, its time (``time.perf_counter``) is put
+    in ``sent[0]``."""
+    began = time.perf_counter()
+    for i in range(0, len(pcm), chunk):
+        yield pcm[i : i + chunk]
+        time.sleep(max(0.0, began + (i + chunk) / (rate * 2) - time.perf_counter()))
+    sent[0] = time.perf_counter()
+
+
 # ---------------------------------------------------------------- before and after
 
 

@@ -33,7 +33,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,12 @@ from bench.harness import (
     percentile,
     piper_speech,
     publish,
+    real_time,
     revision,
     serving,
     worktree,
 )
+from bench.willow import HEADERS
 from daemon.audio.pcm import RATE, resample_pcm
 from daemon.engines.tts.text import FIRST_WORDS
 from tests.daemon import Daemon
@@ -166,21 +167,10 @@ def sts_turn(daemon: Daemon, speech: np.ndarray) -> float | None:
     step = int(RATE * 0.02) * 2
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), step):
-            yield pcm[i : i + step]
-            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
-        last[0] = time.perf_counter()
-
-    headers = {
-        "x-audio-sample-rate": str(RATE),
-        "x-audio-bits": "16",
-        "x-audio-channel": "1",
-        "x-audio-codec": "pcm",
-    }
     url = f"{daemon.url}/api/sts?format=pcm"
-    with httpx.stream("POST", url, content=body(), headers=headers, timeout=WAIT_S) as resp:
+    with httpx.stream(
+        "POST", url, content=real_time(pcm, step, last), headers=HEADERS, timeout=WAIT_S
+    ) as resp:
         if resp.status_code != 200:
             return None
         for chunk in resp.iter_bytes():

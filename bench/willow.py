@@ -19,14 +19,13 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import numpy as np
 
 from bench.core_engines import UTTERANCE
-from bench.harness import ROOT, arguments, machine, percentile, write_section
+from bench.harness import ROOT, arguments, machine, percentile, real_time, write_section
 from daemon.audio.pcm import RATE, encode
 from daemon.config import WillowConfig
 from tests.daemon import Daemon
@@ -52,16 +51,8 @@ def device_upload(url: str, pcm: bytes, query: str = "") -> tuple[float, str]:
     """One device: real-time chunked upload; returns (last byte -> response s, text)."""
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), CHUNK):
-            yield pcm[i : i + CHUNK]
-            delay = began + (i + CHUNK) / (RATE * 2) - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        last[0] = time.perf_counter()
-
-    resp = httpx.post(f"{url}/api/willow{query}", content=body(), headers=HEADERS, timeout=120)
+    body = real_time(pcm, CHUNK, last)
+    resp = httpx.post(f"{url}/api/willow{query}", content=body, headers=HEADERS, timeout=120)
     done = time.perf_counter()
     resp.raise_for_status()
     return done - last[0], resp.json()["text"]
