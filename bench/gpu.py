@@ -15,12 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
-import statistics
-import time
 
 import numpy as np
 
-from bench.harness import ROOT, arguments, machine, write_section
+from bench.harness import ROOT, arguments, machine, median, timed, write_section
 from daemon.audio.pcm import RATE
 from daemon.config import AsrModelConfig, Config, load_config
 from daemon.engines.asr.base import TranscribeOptions
@@ -118,13 +116,9 @@ def asr_rows(config: Config, audio: np.ndarray) -> tuple[list[str], list[str]]:
         if placement.device == "cpu":
             notes.append(f"{name} on the CPU: {'; '.join(placement.reasons)}")
         options = TranscribeOptions(beam_size=BEAM)
-        model.transcribe(audio, options)  # warm-up
-        times = []
-        for _ in range(RUNS):
-            began = time.perf_counter()
-            text = model.transcribe(audio, options).text
-            times.append(time.perf_counter() - began)
-        ms = statistics.median(times) * 1000
+        text = model.transcribe(audio, options).text  # warm-up (beam search: the same text)
+        times = timed(lambda m=model, o=options: m.transcribe(audio, o), RUNS)
+        ms = median(times) * 1000
         rows.append(
             f"| {name} | {model.device} | {placement.compute_type} | {BEAM} | {ms:.0f} ms "
             f"| {WIS.get(name, '-')} | {text} |"
