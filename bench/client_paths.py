@@ -52,6 +52,7 @@ from bench.harness import (
     spread,
     worktree,
     write_section,
+    wyoming_audio,
 )
 from bench.realtime_bench import until
 from bench.willow import HEADERS
@@ -142,21 +143,11 @@ def static_section(before: Path, revision: str) -> str:
 async def wyoming_transcript(daemon: Daemon, pcm: bytes, paced: bool) -> float:
     """``audio-stop`` -> ``transcript`` (s) for one Wyoming request."""
     from wyoming.asr import Transcribe
-    from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
 
-    step = int(RATE * CHUNK_S) * 2
     async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
         await c.write_event(Transcribe(language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            if paced:
-                await asyncio.sleep(max(0.0, began + (index + 1) * CHUNK_S - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, int(RATE * CHUNK_S), paced)
         while True:
             event = await asyncio.wait_for(c.read_event(), WAIT_S)
             if event is None or event.type == "error":

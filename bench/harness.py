@@ -272,6 +272,28 @@ def real_time(pcm: bytes, chunk: int, sent: list[float], rate: int = 16000) -> I
     sent[0] = time.perf_counter()
 
 
+async def wyoming_audio(client: Any, pcm: bytes, samples: int, paced: bool = True) -> float:
+    """``pcm`` (16 kHz s16 mono) to a Wyoming ``client``: ``audio-start``, ``audio-chunk``
+    events of ``samples`` each, sent at real time (``paced``: against the clock, so that
+    slow writes do not add up) or all at once, and ``audio-stop``; when that went
+    (``time.perf_counter``)."""
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+
+    rate = 16000
+    await client.write_event(AudioStart(rate=rate, width=2, channels=1).event())
+    step = samples * 2
+    began = time.perf_counter()
+    for index, offset in enumerate(range(0, len(pcm), step)):
+        chunk = AudioChunk(rate=rate, width=2, channels=1, audio=pcm[offset : offset + step])
+        await client.write_event(chunk.event())
+        if paced:
+            await asyncio.sleep(
+                max(0.0, began + (index + 1) * samples / rate - time.perf_counter())
+            )
+    await client.write_event(AudioStop().event())
+    return time.perf_counter()
+
+
 # ---------------------------------------------------------------- before and after
 
 

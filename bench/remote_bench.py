@@ -29,10 +29,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-from bench.harness import arguments, machine, median, ms, percentile, publish
+from bench.harness import arguments, machine, median, ms, percentile, publish, wyoming_audio
 from bench.wyoming_bench import (
     CHUNK,
     RATE,
@@ -74,16 +73,7 @@ async def transcribe(port: int, pcm: bytes, model: str) -> tuple[float, str]:
     """(audio-stop -> transcript s, text) through ``model``, audio sent at real time."""
     async with AsyncTcpClient("127.0.0.1", port) as c:
         await c.write_event(Transcribe(name=model, language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        step = CHUNK * 2
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            due = began + (index + 1) * CHUNK / RATE
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, CHUNK)
         while True:
             event = await asyncio.wait_for(c.read_event(), ANSWER_TIMEOUT_S)
             assert event is not None, "the edge closed the connection"

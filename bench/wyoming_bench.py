@@ -31,12 +31,11 @@ from pathlib import Path
 
 import numpy as np
 from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from bench.harness import ROOT, arguments, machine, ms, percentile, publish
+from bench.harness import ROOT, arguments, machine, ms, percentile, publish, wyoming_audio
 from daemon.audio.pcm import resample_pcm
 from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
 from tests.daemon import Daemon
@@ -167,17 +166,7 @@ async def transcribe(
     time (``paced``) or all at once."""
     async with AsyncTcpClient("127.0.0.1", server.port) as c:
         await c.write_event(Transcribe(language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        step = samples * 2
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            if paced:  # against the clock, so that slow writes do not accumulate
-                due = began + (index + 1) * samples / RATE
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, samples, paced)
         while True:
             event = await asyncio.wait_for(c.read_event(), 60)
             assert event is not None, f"{server.name} closed the connection"
