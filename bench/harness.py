@@ -294,6 +294,25 @@ async def wyoming_audio(client: Any, pcm: bytes, samples: int, paced: bool = Tru
     return time.perf_counter()
 
 
+async def hearth_speech(daemon: Daemon, text: str) -> np.ndarray:
+    """``text`` spoken by the daemon's own TTS (over Wyoming), 16 kHz int16."""
+    import numpy as np
+    from wyoming.client import AsyncTcpClient
+    from wyoming.tts import Synthesize
+
+    from daemon.audio.pcm import RATE, resample_pcm
+
+    pcm, rate = bytearray(), RATE
+    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
+        await c.write_event(Synthesize(text=text).event())
+        while (event := await c.read_event()) is not None and event.type != "audio-stop":
+            if event.type == "audio-start":
+                rate = int(event.data["rate"])
+            elif event.type == "audio-chunk":
+                pcm += event.payload or b""
+    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
+
+
 # ---------------------------------------------------------------- before and after
 
 

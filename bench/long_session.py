@@ -33,8 +33,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench.harness import arguments, machine, publish, rss_mb
-from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
+from bench.harness import arguments, hearth_speech, machine, publish, rss_mb
+from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, trimmed
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
 
@@ -119,7 +119,7 @@ async def session(turns: int) -> tuple[list[Turn], float]:
         voice, wpm = ESPEAK_VOICES[0]
         clips: list[tuple[str, np.ndarray]] = []
         for text in COMMANDS:
-            clips.append((text, trimmed(await say(daemon, text))))
+            clips.append((text, trimmed(await hearth_speech(daemon, text))))
             clips.append((text, espeak(voice, wpm, text)))
         async with httpx.AsyncClient(base_url=daemon.url, timeout=30) as http:
             client = await RtcClient(daemon.url).connect()

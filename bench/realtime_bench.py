@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.harness import arguments, machine, publish, write_section
+from bench.harness import arguments, hearth_speech, machine, publish, write_section
 from bench.webrtc_bench import UTTERANCE, speak
 from daemon.audio.pcm import resample_pcm
 from tests.daemon import Daemon
@@ -196,22 +196,6 @@ def espeak(voice: str, wpm: int, text: str) -> np.ndarray:
     return trimmed(espeak_pcm(voice, wpm, text))
 
 
-async def say(daemon: Daemon, text: str) -> np.ndarray:
-    """``text`` spoken by Hearth's own TTS (over Wyoming), at 16 kHz."""
-    from wyoming.client import AsyncTcpClient
-    from wyoming.tts import Synthesize
-
-    pcm, rate = bytearray(), RATE
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-        await c.write_event(Synthesize(text=text).event())
-        while (event := await c.read_event()) is not None and event.type != "audio-stop":
-            if event.type == "audio-start":
-                rate = int(event.data["rate"])
-            elif event.type == "audio-chunk":
-                pcm += event.payload or b""
-    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
-
-
 def trimmed(speech: np.ndarray) -> np.ndarray:
     """``speech`` without the synthesizer's leading and trailing silence (-50 dBFS):
     the end of the array is the end of speech."""
@@ -225,7 +209,9 @@ async def said(daemon: Daemon, kinds: list[str]) -> list[tuple[str, str, np.ndar
     for kind in kinds:
         if kind == "piper":
             for text in COMMANDS:
-                out.append(("piper (Hearth's voice)", text, trimmed(await say(daemon, text))))
+                out.append(
+                    ("piper (Hearth's voice)", text, trimmed(await hearth_speech(daemon, text)))
+                )
         else:
             for voice, wpm in ESPEAK_VOICES:
                 for text in COMMANDS:

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.harness import arguments, machine, percentile, publish
+from bench.harness import arguments, hearth_speech, machine, percentile, publish
 from tests.daemon import Daemon
 from tests.helpers import wav, words
 from tests.webrtc_client import RtcClient
@@ -260,20 +260,7 @@ async def run(runs: int, idle_s: float) -> str:
 
 async def speak(daemon: Daemon) -> np.ndarray:
     """The utterance, spoken by Hearth's own TTS (over Wyoming), at 16 kHz."""
-    from wyoming.client import AsyncTcpClient
-    from wyoming.tts import Synthesize
-
-    from daemon.audio.pcm import resample_pcm
-
-    pcm, rate = bytearray(), RATE
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-        await c.write_event(Synthesize(text=UTTERANCE).event())
-        while (event := await c.read_event()) is not None and event.type != "audio-stop":
-            if event.type == "audio-start":
-                rate = int(event.data["rate"])
-            elif event.type == "audio-chunk":
-                pcm += event.payload or b""
-    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
+    return await hearth_speech(daemon, UTTERANCE)
 
 
 def main() -> None:
