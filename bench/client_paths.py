@@ -44,6 +44,7 @@ from bench.harness import (
     InTurn,
     Samples,
     arguments,
+    handsfree_clients,
     machine,
     piper_speech,
     real_time,
@@ -58,7 +59,6 @@ from bench.realtime_bench import until
 from bench.willow import HEADERS
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
-from tests.webrtc_client import RtcClient
 
 COMMANDS = (
     "Turn on the kitchen lights.",
@@ -212,11 +212,7 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
     turns = InTurn(daemons)
     note, each = turns.note, turns.each
 
-    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
-    try:
-        for client in clients.values():
-            client.send("listen", reply=True)
-            await client.expect("state")
+    async with handsfree_clients(daemons) as clients:
         for _ in range(runs):
             for utterance in speech:
                 lead = np.zeros(int(0.3 * RATE), np.int16)
@@ -254,9 +250,6 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
                         whole, _, words = pairs[daemon.url]
                         note("Realtime turn with tools offered (to response.done, per word said)",
                              name, whole / words)  # fmt: skip
-    finally:
-        for client in clients.values():
-            await client.close()
     return turns.samples
 
 

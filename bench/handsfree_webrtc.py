@@ -24,6 +24,7 @@ import numpy as np
 from bench.harness import (
     ROOT,
     arguments,
+    handsfree_clients,
     machine,
     median,
     ms,
@@ -66,11 +67,7 @@ async def one_turn(client: RtcClient, speech: np.ndarray) -> float | None:
 
 
 async def measure(daemons: dict[str, Daemon], utterances: list[np.ndarray], runs: int) -> dict:
-    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
-    try:
-        for client in clients.values():
-            client.send("listen", reply=True)
-            await client.expect("state")
+    async with handsfree_clients(daemons) as clients:
         times: dict[str, list[float]] = {name: [] for name in daemons}
         missing = dict.fromkeys(daemons, 0)
         for _ in range(runs):
@@ -82,9 +79,6 @@ async def measure(daemons: dict[str, Daemon], utterances: list[np.ndarray], runs
                     else:
                         times[name].append(latency)
         return {"times": times, "missing": missing}
-    finally:
-        for client in clients.values():
-            await client.close()
 
 
 def table(result: dict, before: str, runs: int, count: int) -> str:

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from tests.daemon import Daemon
+    from tests.webrtc_client import RtcClient
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root: the tree being measured (the "after")."""
@@ -311,6 +312,23 @@ async def hearth_speech(daemon: Daemon, text: str) -> np.ndarray:
             elif event.type == "audio-chunk":
                 pcm += event.payload or b""
     return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
+
+
+@contextlib.asynccontextmanager
+async def handsfree_clients(daemons: dict[str, Daemon]) -> AsyncIterator[dict[str, RtcClient]]:
+    """One aiortc client per daemon, each in a hands-free session with spoken replies
+    (``listen`` with ``reply``); closed afterwards."""
+    from tests.webrtc_client import RtcClient
+
+    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
+    try:
+        for client in clients.values():
+            client.send("listen", reply=True)
+            await client.expect("state")
+        yield clients
+    finally:
+        for client in clients.values():
+            await client.close()
 
 
 # ---------------------------------------------------------------- before and after

@@ -44,6 +44,7 @@ from bench.harness import (
     InTurn,
     Samples,
     arguments,
+    handsfree_clients,
     machine,
     percentile,
     piper_speech,
@@ -226,11 +227,7 @@ async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], run
     turns = InTurn(daemons)
     note, each = turns.note, turns.each
 
-    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
-    try:
-        for client in clients.values():
-            client.send("listen", reply=True)
-            await client.expect("state")
+    async with handsfree_clients(daemons) as clients:
         for _ in range(runs):
             for label, utterance in speech.items():
                 if label == "long":
@@ -249,9 +246,6 @@ async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], run
                 "wyoming voice-stopped",
                 lambda d: wyoming_voice_stopped(d, speech["long"]),
             )
-    finally:
-        for client in clients.values():
-            await client.close()
     return turns.samples
 
 
