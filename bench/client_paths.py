@@ -40,6 +40,7 @@ import numpy as np
 
 from bench.handsfree_webrtc import one_turn
 from bench.harness import (
+    HOME_COMMANDS,
     ROOT,
     InTurn,
     Samples,
@@ -60,11 +61,7 @@ from bench.willow import HEADERS
 from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 
-COMMANDS = (
-    "Turn on the kitchen lights.",
-    "What time is it?",
-    "Set a timer for ten minutes.",
-)
+COMMANDS = HOME_COMMANDS[:3]
 QUESTIONS = ("Tell me a short fact about the moon.", "How are you today?")
 """Typed Realtime questions no offered tool answers: the model answers in words."""
 LIGHT = {

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.harness import (
+    HOME_COMMANDS,
     ROOT,
     arguments,
     handsfree_clients,
@@ -38,13 +39,7 @@ from daemon.audio.pcm import RATE
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
 
-COMMANDS = (
-    "Turn on the kitchen lights.",
-    "What time is it?",
-    "Set a timer for ten minutes.",
-    "Close the blinds in the living room.",
-    "What is the weather like tomorrow?",
-)
+COMMANDS = HOME_COMMANDS
 REPLY_WAIT_S = 60.0
 
 

@@ -358,6 +358,15 @@ def worktree(name: str) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)])
 
 
+HOME_COMMANDS = (
+    "Turn on the kitchen lights.",
+    "What time is it?",
+    "Set a timer for ten minutes.",
+    "Close the blinds in the living room.",
+    "What is the weather like tomorrow?",
+)
+"""The home commands the before-and-after benches speak (:func:`piper_speech`)."""
+
 SERVE_CONFIG = (
     "llm:\n  temperature: 0.0\n  max_tokens: 24\n"
     "webrtc:\n  addresses: [127.0.0.1]\n  port_min: {lo}\n  port_max: {hi}\n"

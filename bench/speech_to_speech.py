@@ -40,6 +40,7 @@ import httpx
 import numpy as np
 
 from bench.harness import (
+    HOME_COMMANDS,
     ROOT,
     InTurn,
     Samples,
@@ -61,13 +62,7 @@ from tests.daemon import Daemon
 from tests.helpers import espeak_pcm, trimmed
 from tests.webrtc_client import RtcClient
 
-COMMANDS = (
-    "Turn on the kitchen lights.",
-    "What time is it?",
-    "Set a timer for ten minutes.",
-    "Close the blinds in the living room.",
-    "What is the weather like tomorrow?",
-)
+COMMANDS = HOME_COMMANDS
 ESPEAK = ("en-us", "en-gb+f3")
 ESPEAK_COMMANDS = (
     "Set the living room light to four percent.",
