@@ -39,6 +39,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
+from bench.container_bench import environment
 from bench.harness import ROOT, arguments, machine, publish
 from daemon.ops import probe
 from tests import containers
@@ -210,14 +211,6 @@ def measure(image: str, arch: str) -> Run:
     run = Run(image, arch)
     wyoming, http = free_port(), free_port()
     name = f"hearth-{arch}-{wyoming}"
-    env = {
-        "HEARTH_WYOMING__URI": f"tcp://127.0.0.1:{wyoming}",
-        "HEARTH_HTTP__HOST": "127.0.0.1",
-        "HEARTH_HTTP__PORT": str(http),
-        "HEARTH_HTTPS__PORT": str(free_port()),
-        "HEARTH_MDNS__ENABLED": "false",
-        "HEARTH_LIMITS__REQUEST_TIMEOUT_S": "600",
-    }
     with tempfile.TemporaryDirectory() as data:
         args = [
             "run",
@@ -234,8 +227,7 @@ def measure(image: str, arch: str) -> Run:
             cpuinfo = Path(data) / "cpuinfo"
             cpuinfo.write_text(CPUINFO)
             args += ["-v", f"{cpuinfo}:/proc/cpuinfo:ro"]
-        for key, value in env.items():
-            args += ["-e", f"{key}={value}"]
+        args += environment(wyoming, http, HEARTH_LIMITS__REQUEST_TIMEOUT_S="600")
         began = time.monotonic()
         containers.podman(*args, image)
         try:

@@ -30,9 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
-from bench.harness import arguments, machine, median, publish
+from bench.harness import arguments, machine, median, publish, rss_mb
 from daemon.ops import probe
 from tests import containers
 from tests.daemon import Daemon
@@ -98,20 +96,25 @@ def wait(ready: object, timeout: float = 600) -> float:
     raise TimeoutError("not ready")
 
 
-def start_once(image: str, data: Path) -> tuple[float, float, str]:
-    """Run the image on ``data``; seconds to describe and to /healthz, and its name."""
-    wyoming, http = free_port(), free_port()
-    name = f"hearth-bench-{wyoming}"
+def environment(wyoming: int, http: int, **more: str) -> list[str]:
+    """``podman run`` options that put the daemon on loopback ports (HTTPS on a free
+    one), mDNS off, and ``more`` settings."""
     env = {
         "HEARTH_WYOMING__URI": f"tcp://127.0.0.1:{wyoming}",
         "HEARTH_HTTP__HOST": "127.0.0.1",
         "HEARTH_HTTP__PORT": str(http),
         "HEARTH_HTTPS__PORT": str(free_port()),
         "HEARTH_MDNS__ENABLED": "false",
-    }
+    } | more
+    return [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+
+
+def start_once(image: str, data: Path) -> tuple[float, float, str]:
+    """Run the image on ``data``; seconds to describe and to /healthz, and its name."""
+    wyoming, http = free_port(), free_port()
+    name = f"hearth-bench-{wyoming}"
     args = ["run", "-d", "--name", name, "--network=host", "-v", f"{data}:/data"]
-    for key, value in env.items():
-        args += ["-e", f"{key}={value}"]
+    args += environment(wyoming, http)
     began = time.monotonic()
     containers.podman(*args, image)
     described = wait(lambda: probe.describe("127.0.0.1", wyoming, 1.0).ok)
@@ -123,11 +126,9 @@ def start_once(image: str, data: Path) -> tuple[float, float, str]:
 def container_memory(name: str) -> tuple[float, float]:
     """(resident set of its processes, its cgroup's memory) in MB."""
     pid = int(containers.podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
-    root = psutil.Process(pid)
-    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
     stats = containers.podman("stats", "--no-stream", "--format", "json", name).stdout
     usage = json.loads(stats)[0].get("mem_usage", "")
-    return rss / 1e6, _megabytes(usage.split("/")[0].strip()) if usage else float("nan")
+    return rss_mb(pid), _megabytes(usage.split("/")[0].strip()) if usage else float("nan")
 
 
 def _megabytes(text: str) -> float:
@@ -143,8 +144,7 @@ def venv_memory(tmp: Path) -> float:
     with Daemon(tmp, "") as daemon:
         time.sleep(SETTLE_S)
         assert daemon.proc is not None
-        proc = psutil.Process(daemon.proc.pid)
-        return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 1e6
+        return rss_mb(daemon.proc.pid)
 
 
 def main() -> None:
