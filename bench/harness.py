@@ -6,11 +6,14 @@ Every benchmark runs from the repository root as ``python -m bench.<name>``.
 - :func:`arguments`: the arguments every benchmark has (``--runs``, ``--before``,
   ``--no-write``), each only where it applies;
 - :func:`machine`: the CPU, cores, GPU and Python version, for the record;
-- :func:`timed`, :func:`median`, :func:`percentile`, :func:`ms`, :func:`spread`:
-  repeated runs and what is reported of them;
+- :func:`timed`, :func:`median`, :func:`percentile`, :func:`ms`, :func:`spread`,
+  :func:`rss_mb`: repeated runs and what is reported of them; :class:`InTurn`: several
+  daemons measured in turn, request by request;
+- :func:`real_time`, :func:`wyoming_audio`, :func:`hearth_speech`,
+  :func:`handsfree_clients`: the clients' pieces several benches share;
 - :func:`worktree`: a git revision checked out beside this tree (the one way a
-  benchmark compares with a revision), and :func:`serving`: ``hearth serve`` from a
-  given tree;
+  benchmark compares with a revision), :func:`serving`: ``hearth serve`` from a given
+  tree, and :func:`piper_speech` of :data:`HOME_COMMANDS`: what both trees hear;
 - :func:`publish` and :func:`write_section`: one benchmark's section of
   bench/RESULTS.md, printed and written, the others kept.
 """
@@ -260,6 +263,9 @@ class InTurn(Generic[T]):
                 self.note(what, name, await job(target))
             except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
                 print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- clients
 
 
 def real_time(pcm: bytes, chunk: int, sent: list[float], rate: int = 16000) -> Iterator[bytes]:
