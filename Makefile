@@ -108,7 +108,7 @@ check: install
 
 # Every engine on CUDA, and Willow Inference Server's benchmark row (large-v2, beam 5).
 gpu-check: install
-	$(BIN)/python bench/gpu.py
+	$(BIN)/python -m bench.gpu
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon protocols tests bench
@@ -177,7 +177,7 @@ uninstall-service: $(STAMP)
 	$(if $(filter 0,$(shell id -u)),,sudo) $(BIN)/hearth install-service --uninstall
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.core_engines
 
 lock: $(STAMP)
 	{ sed -n '1,2p' constraints.txt; \

@@ -16,12 +16,11 @@ Each image then starts on a fresh data volume and answers, over its real doors: 
 ``synthesize``) and a chat reply from the embedded LLM (``/v1/chat/completions``). The
 times are for the record: emulation is many times slower than a real Arm board.
 
-    .venv/bin/python bench/arm64_image.py [--no-build] [--no-write]
+    .venv/bin/python -m bench.arm64_image [--no-build] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -40,13 +39,11 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.tts import Synthesize
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from daemon.ops import probe  # noqa: E402
-from tests import containers  # noqa: E402
-from tests.helpers import assert_heard, espeak_pcm, free_port, silence  # noqa: E402
+from bench.container_bench import environment
+from bench.harness import ROOT, arguments, machine, publish
+from daemon.ops import probe
+from tests import containers
+from tests.helpers import assert_heard, espeak_pcm, free_port, silence
 
 BASE = "localhost/debian-arm64:bookworm-slim"
 IMAGE = "localhost/hearth:arm64"
@@ -214,14 +211,6 @@ def measure(image: str, arch: str) -> Run:
     run = Run(image, arch)
     wyoming, http = free_port(), free_port()
     name = f"hearth-{arch}-{wyoming}"
-    env = {
-        "HEARTH_WYOMING__URI": f"tcp://127.0.0.1:{wyoming}",
-        "HEARTH_HTTP__HOST": "127.0.0.1",
-        "HEARTH_HTTP__PORT": str(http),
-        "HEARTH_HTTPS__PORT": str(free_port()),
-        "HEARTH_MDNS__ENABLED": "false",
-        "HEARTH_LIMITS__REQUEST_TIMEOUT_S": "600",
-    }
     with tempfile.TemporaryDirectory() as data:
         args = [
             "run",
@@ -238,8 +227,7 @@ def measure(image: str, arch: str) -> Run:
             cpuinfo = Path(data) / "cpuinfo"
             cpuinfo.write_text(CPUINFO)
             args += ["-v", f"{cpuinfo}:/proc/cpuinfo:ro"]
-        for key, value in env.items():
-            args += ["-e", f"{key}={value}"]
+        args += environment(wyoming, http, HEARTH_LIMITS__REQUEST_TIMEOUT_S="600")
         began = time.monotonic()
         containers.podman(*args, image)
         try:
@@ -276,9 +264,8 @@ def measure(image: str, arch: str) -> Run:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--no-build", action="store_true")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if (reason := containers.unusable()) is not None:
         raise SystemExit(reason)
@@ -311,9 +298,7 @@ def main() -> None:
         ),
     ]
     table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        write_section("arm64", table)
+    publish("arm64", table, not args.no_write)
 
 
 if __name__ == "__main__":

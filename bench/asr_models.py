@@ -19,8 +19,8 @@ writes English words for any speech). WER after folding accents.
 The default is chosen by the rule of issue 24: the better WER at no more than
 today's latency (the median ratio against tiny.en with 30 s at most 1.0).
 
-    .venv/bin/python bench/asr_models.py            # full: 120 clips, 3 repeats
-    .venv/bin/python bench/asr_models.py --quick    # 16 clips, 3 commands a language
+    .venv/bin/python -m bench.asr_models            # full: 120 clips, 3 repeats
+    .venv/bin/python -m bench.asr_models --quick    # 16 clips, 3 commands a language
 """
 
 from __future__ import annotations
@@ -41,16 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.heldout import FORMATS, build_set, normalize, wav_file, wer  # noqa: E402
-from bench.results import machine, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.asr.whisper import WhisperAsr  # noqa: E402
-from daemon.engines.models import resolve_whisper  # noqa: E402
-from tests.helpers import espeak_pcm, word_edits  # noqa: E402
+from bench.harness import ROOT, arguments, machine, write_section
+from bench.heldout import FORMATS, build_set, normalize, wav_file, wer
+from daemon.audio.pcm import RATE
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.asr.whisper import WhisperAsr
+from daemon.engines.models import resolve_whisper
+from tests.helpers import espeak_pcm, word_edits
 
 MODELS = ("tiny.en", "base")
 WINDOWS = ("30", "auto")
@@ -146,7 +143,11 @@ def _loaded_mb(name: str) -> float:
     """The RSS (MB) loading model ``name`` and decoding a second adds, in a fresh process
     (in this one, a model fills pages that the synthesis freed)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--memory-of", name], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "bench.asr_models", "--memory-of", name],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
     )
     return float(done.stdout.split()[-1])
 
@@ -315,11 +316,10 @@ def main(quick: bool, clips: int | None, repeats: int, write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="16 clips, 3 commands a language")
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips")
     parser.add_argument("--repeats", type=int, default=None, help="decodes per clip (min kept)")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--memory-of", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_of:

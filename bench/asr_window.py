@@ -7,26 +7,21 @@ once with ``window: auto`` and once with ``window: 30``, taking turns clip by cl
 Reported: normalized WER of each, how often the guard sent a windowed decode back to
 the 30 s window and why, and the median decode time per clip as a ratio.
 
-    .venv/bin/python bench/asr_window.py [--clips N] [--formats all] [--no-write]
+    .venv/bin/python -m bench.asr_window [--clips N] [--formats all] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import functools
 import io
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.heldout import FORMATS, build_set, wav_file, wer  # noqa: E402
-from bench.results import machine, write_section  # noqa: E402
+from bench.harness import arguments, machine, write_section
+from bench.heldout import FORMATS, build_set, wav_file, wer
 
 
 def main(count: int | None, formats: list[str], write: bool, part: str = "choice") -> None:
@@ -96,10 +91,9 @@ def main(count: int | None, formats: list[str], write: bool, part: str = "choice
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--clips", type=int, default=None)
     parser.add_argument("--formats", default="16 kHz s16 mono,8 kHz s16 mono,44.1 kHz s16 stereo")
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--part", choices=("choice", "unseen"), default="choice")
     args = parser.parse_args()
     main(args.clips, args.formats.split(","), not args.no_write, args.part)

@@ -11,15 +11,13 @@ without the spoken reply track would wait for before it could play. Every answer
 text is new, so the TTS cache never helps either side. The idle cost is read from
 Chromium's own transport counters (``getStats``) while the card sits paused.
 
-Run: .venv/bin/python bench/card_bench.py [--runs 5] [--idle-seconds 60]
+Run: .venv/bin/python -m bench.card_bench [--runs 5] [--idle-seconds 60]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,15 +26,12 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, write_section  # noqa: E402
-from bench.webrtc_bench import speak  # noqa: E402
-from tests.browser import chrome, wait_for, write_wav  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.dashboard import Dashboard, hold_to_talk, load_card  # noqa: E402
-from tests.helpers import silence, words  # noqa: E402
+from bench.harness import arguments, machine, median, publish
+from bench.webrtc_bench import speak
+from tests.browser import chrome, wait_for, write_wav
+from tests.daemon import Daemon
+from tests.dashboard import Dashboard, hold_to_talk, load_card
+from tests.helpers import silence, words
 
 KEY = "bench-key"
 ANSWERS = [  # three sentences, as conversation agents with an LLM tend to answer
@@ -155,7 +150,7 @@ def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s
         "(Debian's), the card in the tests' stand-in dashboard on its own origin, "
         "`hearth serve` on loopback over HTTPS, default config (partial transcripts off "
         f"on CPU). Medians of {runs} runs after one warm-up. Run with "
-        "`.venv/bin/python bench/card_bench.py`.",
+        "`.venv/bin/python -m bench.card_bench`.",
         "",
         "| measure | result | baseline (same run) | ratio |",
         "| --- | --- | --- | --- |",
@@ -188,13 +183,11 @@ def measure(driver: Any, daemon: Daemon, dashboard: Dashboard, runs: int, idle_s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args()
     text = run(args.runs, args.idle_seconds)
-    print(text)
-    write_section("card", text)
+    publish("card", text, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,12 @@ Target: cached / uncached <= 0.5 (medians).
 
 Usage::
 
-    .venv/bin/python bench/chat_bench.py [--runs 5] [--cli-runs 2] [--llm-model PATH]
+    .venv/bin/python -m bench.chat_bench [--runs 5] [--cli-runs 2] [--llm-model PATH]
         [--output bench/RESULTS.md] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -39,16 +38,13 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, write_section  # noqa: E402
-from daemon.config import LlmConfig  # noqa: E402
-from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
-from daemon.engines.llm.local import LocalLlm  # noqa: E402
-from daemon.engines.models import resolve_gguf  # noqa: E402
-from daemon.engines.tts.text import FIRST_WORDS, SentenceSplitter  # noqa: E402
-from daemon.engines.workers import WorkerPool  # noqa: E402
+from bench.harness import ROOT, arguments, machine, median, publish
+from daemon.config import LlmConfig
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.llm.local import LocalLlm
+from daemon.engines.models import resolve_gguf
+from daemon.engines.tts.text import FIRST_WORDS, SentenceSplitter
+from daemon.engines.workers import WorkerPool
 
 QUESTIONS = (
     "What time is it in Tokyo?",
@@ -224,20 +220,16 @@ def report(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs of every question")
+    parser = arguments(__doc__, runs=5, runs_help="runs of every question")
     parser.add_argument("--cli-runs", type=int, default=2, help="hearth chat runs (0: none)")
     parser.add_argument("--llm-model", default="", help="a GGUF (default: the embedded model)")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     path = resolve_gguf(args.llm_model, Path(tempfile.gettempdir()) / "hearth-models")
     times = asyncio.run(bench_in_process(path, args.runs))
     cli = bench_cli(args.cli_runs, args.llm_model) if args.cli_runs else {"cold": [], "warm": []}
     text = report(path, times, cli, args.runs)
-    print(text)
-    if not args.no_write:
-        write_section("chat-first-clause", text, args.output)
+    publish("chat-first-clause", text, not args.no_write, args.output)
 
 
 if __name__ == "__main__":

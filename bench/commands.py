@@ -14,29 +14,24 @@ Success: Home Assistant's matcher (hassil) finds the sentence's own intent and s
 the transcript. The margin is chosen on the choice half's voices (the most successes
 with no command invented on ordinary speech) and reported on the report half's.
 
-    .venv/bin/python bench/commands.py [--sentences 320] [--no-write]
+    .venv/bin/python -m bench.commands [--sentences 320] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.asr.commands import (  # noqa: E402
+from bench.harness import arguments, machine, median, percentile, write_section
+from daemon.audio.pcm import RATE
+from daemon.config import parse_config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.asr.commands import (
     MARGIN,
     Scored,
     choose,
@@ -44,13 +39,13 @@ from daemon.engines.asr.commands import (  # noqa: E402
     spoken,
     written,
 )
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.house.commands import CANDIDATES, HouseCommands  # noqa: E402
-from daemon.house.grammar import HouseGrammar, load_intents  # noqa: E402
-from daemon.house.names import Household, HouseName, NameKind, Tier  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from tests.helpers import espeak_pcm  # noqa: E402
+from daemon.engines.hardware import probe
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.house.commands import CANDIDATES, HouseCommands
+from daemon.house.grammar import HouseGrammar, load_intents
+from daemon.house.names import Household, HouseName, NameKind, Tier
+from daemon.runtime.loading import load_engines
+from tests.helpers import espeak_pcm
 
 ENTITIES = [
     ("Reading Lamp", "light"), ("Ceiling Fan", "fan"), ("Porch Light", "light"),
@@ -332,7 +327,7 @@ async def main(count: int, write: bool, language: str = "en") -> None:
         "## Commands understood: Home Assistant's sentences through speech-to-text"
         f" (`bench/commands.py`{'' if language == 'en' else ', ' + language})",
         "",
-        f"{datetime.date.today()}, {machine()}. `.venv/bin/python bench/commands.py"
+        f"{datetime.date.today()}, {machine()}. `.venv/bin/python -m bench.commands"
         f" --sentences {count} --language {language}`: {len(sentences)} command sentences"
         " sampled from `home-assistant-intents`' templates with an invented household"
         f" ({len(setup.entities)} entities, {len(setup.areas)} areas, {len(setup.floors)}"
@@ -406,9 +401,8 @@ async def main(count: int, write: bool, language: str = "en") -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--sentences", type=int, default=320)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--language", default="en", choices=sorted(SETUPS))
     args = parser.parse_args()
     asyncio.run(main(args.sentences, not args.no_write, args.language))

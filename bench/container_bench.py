@@ -14,34 +14,27 @@ The image's size is podman's (on disk) and that of its layers gzip-compressed, a
 registry would ship them. Other images can be measured beside it with ``--compare
 NAME=IMAGE`` (sizes only).
 
-    .venv/bin/python bench/container_bench.py [--runs 3] [--compare whisper=peer/whisper]
+    .venv/bin/python -m bench.container_bench [--runs 3] [--compare whisper=peer/whisper]
         [--no-build] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import gzip
 import json
 import os
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, write_section  # noqa: E402
-from daemon.ops import probe  # noqa: E402
-from tests import containers  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port  # noqa: E402
+from bench.harness import arguments, machine, median, publish, rss_mb
+from daemon.ops import probe
+from tests import containers
+from tests.daemon import Daemon
+from tests.helpers import free_port
 
 SETTLE_S = 20.0
 """Idle time after ready before memory is read (the first requests' allocations)."""
@@ -103,20 +96,25 @@ def wait(ready: object, timeout: float = 600) -> float:
     raise TimeoutError("not ready")
 
 
-def start_once(image: str, data: Path) -> tuple[float, float, str]:
-    """Run the image on ``data``; seconds to describe and to /healthz, and its name."""
-    wyoming, http = free_port(), free_port()
-    name = f"hearth-bench-{wyoming}"
+def environment(wyoming: int, http: int, **more: str) -> list[str]:
+    """``podman run`` options that put the daemon on loopback ports (HTTPS on a free
+    one), mDNS off, and ``more`` settings."""
     env = {
         "HEARTH_WYOMING__URI": f"tcp://127.0.0.1:{wyoming}",
         "HEARTH_HTTP__HOST": "127.0.0.1",
         "HEARTH_HTTP__PORT": str(http),
         "HEARTH_HTTPS__PORT": str(free_port()),
         "HEARTH_MDNS__ENABLED": "false",
-    }
+    } | more
+    return [arg for key, value in env.items() for arg in ("-e", f"{key}={value}")]
+
+
+def start_once(image: str, data: Path) -> tuple[float, float, str]:
+    """Run the image on ``data``; seconds to describe and to /healthz, and its name."""
+    wyoming, http = free_port(), free_port()
+    name = f"hearth-bench-{wyoming}"
     args = ["run", "-d", "--name", name, "--network=host", "-v", f"{data}:/data"]
-    for key, value in env.items():
-        args += ["-e", f"{key}={value}"]
+    args += environment(wyoming, http)
     began = time.monotonic()
     containers.podman(*args, image)
     described = wait(lambda: probe.describe("127.0.0.1", wyoming, 1.0).ok)
@@ -128,11 +126,9 @@ def start_once(image: str, data: Path) -> tuple[float, float, str]:
 def container_memory(name: str) -> tuple[float, float]:
     """(resident set of its processes, its cgroup's memory) in MB."""
     pid = int(containers.podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
-    root = psutil.Process(pid)
-    rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
     stats = containers.podman("stats", "--no-stream", "--format", "json", name).stdout
     usage = json.loads(stats)[0].get("mem_usage", "")
-    return rss / 1e6, _megabytes(usage.split("/")[0].strip()) if usage else float("nan")
+    return rss_mb(pid), _megabytes(usage.split("/")[0].strip()) if usage else float("nan")
 
 
 def _megabytes(text: str) -> float:
@@ -148,16 +144,13 @@ def venv_memory(tmp: Path) -> float:
     with Daemon(tmp, "") as daemon:
         time.sleep(SETTLE_S)
         assert daemon.proc is not None
-        proc = psutil.Process(daemon.proc.pid)
-        return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 1e6
+        return rss_mb(daemon.proc.pid)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3)
     parser.add_argument("--compare", action="append", default=[], metavar="NAME=IMAGE")
     parser.add_argument("--no-build", action="store_true")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if (reason := containers.unusable()) is not None:
         raise SystemExit(reason)
@@ -237,9 +230,7 @@ def main() -> None:
         f"| idle, `hearth serve` from the venv (RSS) | {median(venv):.0f} MB | {len(venv)} |",
     ]
     table = "\n".join(lines)
-    print(table)
-    if not args.no_write:
-        write_section("container", table)
+    publish("container", table, not args.no_write)
 
 
 if __name__ == "__main__":

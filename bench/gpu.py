@@ -7,33 +7,25 @@ publishes. large-v2 and base are downloaded when ``asr.allow_download`` is on an
 the network answers; offline, the check says so and times what is on disk (the
 embedded tiny.en).
 
-Run: make gpu-check (or .venv/bin/python bench/gpu.py [--config config.yaml] [--write])
+Run: make gpu-check (or .venv/bin/python -m bench.gpu [--config config.yaml] [--write])
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
-import statistics
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import AsrModelConfig, Config, load_config  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.hardware import EngineRequest, plan, probe  # noqa: E402
-from daemon.engines.models import resolve_whisper  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.errors import HearthError  # noqa: E402
+from bench.harness import ROOT, arguments, machine, median, timed, write_section
+from daemon.audio.pcm import RATE
+from daemon.config import AsrModelConfig, Config, load_config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.hardware import EngineRequest, plan, probe
+from daemon.engines.models import resolve_whisper
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.errors import HearthError
 
 CLIP_S = 3.84
 BEAM = 5
@@ -124,13 +116,9 @@ def asr_rows(config: Config, audio: np.ndarray) -> tuple[list[str], list[str]]:
         if placement.device == "cpu":
             notes.append(f"{name} on the CPU: {'; '.join(placement.reasons)}")
         options = TranscribeOptions(beam_size=BEAM)
-        model.transcribe(audio, options)  # warm-up
-        times = []
-        for _ in range(RUNS):
-            began = time.perf_counter()
-            text = model.transcribe(audio, options).text
-            times.append(time.perf_counter() - began)
-        ms = statistics.median(times) * 1000
+        text = model.transcribe(audio, options).text  # warm-up (beam search: the same text)
+        times = timed(lambda m=model, o=options: m.transcribe(audio, o), RUNS)
+        ms = median(times) * 1000
         rows.append(
             f"| {name} | {model.device} | {placement.compute_type} | {BEAM} | {ms:.0f} ms "
             f"| {WIS.get(name, '-')} | {text} |"
@@ -139,7 +127,7 @@ def asr_rows(config: Config, audio: np.ndarray) -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--config", default=str(ROOT / "config.yaml"))
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
     args = parser.parse_args()

@@ -31,14 +31,13 @@ whole body decoded after it arrived) is measured on the benchmark sentence as
 bench/willow.py does, with 20 ms pieces.
 
 Writes its section of bench/RESULTS.md (between the heldout markers).
-Run: ``.venv/bin/python bench/heldout.py`` (about half an hour on 2 cores);
+Run: ``.venv/bin/python -m bench.heldout`` (about half an hour on 2 cores);
 ``--sweep-padding 120,240,...`` decodes the Willow path in-process for several
 paddings instead (no daemon; the session's decisions depend on samples, not on time).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
@@ -59,12 +58,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from bench.signals import pink_noise  # noqa: E402
-from tests.helpers import word_edits  # noqa: E402
+from bench.harness import ROOT, arguments, machine, write_section
+from bench.signals import pink_noise
+from tests.helpers import word_edits
 
 SEED = 20240611
 MIX_RATE = 48000
@@ -661,7 +657,7 @@ def willow_speed(url: str, runs: int) -> tuple[float, float]:
     """
     import httpx
 
-    from bench.run import UTTERANCE
+    from bench.core_engines import UTTERANCE
     from daemon.audio.pcm import RATE, encode
 
     spoken = httpx.get(
@@ -846,7 +842,7 @@ def table(
         "time (6 clients at once), OpenAI the WAV file. Normalized WER (lower case, no "
         "punctuation, numbers spelled out): errors over words, summed over clips. Stable "
         "clips: those the raw model hears alike in all three of its passes. Run: "
-        f"`.venv/bin/python bench/heldout.py --part {part}`.",
+        f"`.venv/bin/python -m bench.heldout --part {part}`.",
         "",
         "| format | raw (baseline) | raw again | raw, 10 ms less lead-in | willow | wyoming "
         "| openai | clips worse / better than raw: willow · wyoming · openai "
@@ -1046,7 +1042,7 @@ def sweep_padding(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips")
     parser.add_argument("--workers", type=int, default=6, help="clients at once")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
@@ -1108,7 +1104,7 @@ def main() -> None:
     load = args.load or "Other jobs shared the CPU; accuracy does not depend on load."
     text = table(clips, results, extra, load, args.part, formats)
     print(text)
-    if not args.daemon_config:
+    if not args.daemon_config and not args.no_write:
         write_section("heldout" if args.part == "choice" else "heldout-unseen", text, args.output)
 
 

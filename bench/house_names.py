@@ -27,14 +27,13 @@ by itself). Decode time: tiny.en in process on 45 name clips and 60 ordinary one
 reading against the daemon's reading with the names (a second where a name is alike),
 the shortest of three each.
 
-Run: ``.venv/bin/python bench/house_names.py`` (about 15 minutes on 2 cores);
+Run: ``.venv/bin/python -m bench.house_names`` (about 15 minutes on 2 cores);
 ``--quick``: 12 commands, 2 voices, 30 ordinary clips; ``--voices 2 --ordinary 60``: every
 command, Piper and eSpeak NG en-us, half the ordinary clips (a busy machine).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import json
@@ -51,11 +50,9 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench import house_set  # noqa: E402
-from bench.heldout import (  # noqa: E402
+from bench import house_set
+from bench.harness import ROOT, arguments, machine, publish
+from bench.heldout import (
     FORMATS,
     MIX_RATE,
     VOICES,
@@ -70,8 +67,7 @@ from bench.heldout import (  # noqa: E402
     samples,
     wer,
 )
-from bench.results import machine, write_section  # noqa: E402
-from daemon.engines.asr.hints import writes  # noqa: E402
+from daemon.engines.asr.hints import writes
 
 FORMAT = FORMATS[0]
 """16 kHz s16 mono: what Home Assistant and a Willow device send."""
@@ -318,7 +314,7 @@ def run_daemons(fake_url: str, clips: list[NameClip], ordinary: list[Clip], log:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--quick", action="store_true", help="12 commands, 2 voices, 30 clips")
     parser.add_argument("--voices", type=int, default=len(NAME_VOICES), help="voices (1-4)")
     parser.add_argument("--ordinary", type=int, default=120, help="ordinary clips (up to 120)")
@@ -359,9 +355,7 @@ def main() -> None:
     body = report(clips, ordinary, texts, house_names, speed)
     note = " ".join(x for x in (args.load, "Quick run." if args.quick else "") if x)
     body = body.replace("{note}", f" {note}" if note else "")
-    print(body)
-    write_section("house-names", body, args.output)
-    log(f"wrote the house-names section of {args.output}")
+    publish("house-names", body, not args.no_write, args.output)
 
 
 def report(
@@ -414,7 +408,7 @@ Assist, so read); two real daemons \
 without them first; where some of the house's names resemble what it heard, it reads \
 the same audio again with those names (at most 8) in the prompt, and keeps that reading \
 only if it writes one of them (`daemon/engines/asr/hints.py`, `daemon/house/match.py`). \
-Run: `.venv/bin/python bench/house_names.py`.
+Run: `.venv/bin/python -m bench.house_names`.
 
 {HEADER}
 {chr(10).join(rows)}

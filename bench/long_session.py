@@ -22,7 +22,6 @@ Run: .venv/bin/python -m bench.long_session [--turns 200] [--window 10] [--no-wr
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import statistics
@@ -33,10 +32,9 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psutil
 
-from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
-from bench.results import machine, write_section
+from bench.harness import arguments, hearth_speech, machine, publish, rss_mb
+from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, trimmed
 from tests.daemon import Daemon
 from tests.webrtc_client import RtcClient
 
@@ -74,11 +72,6 @@ def pool_seconds(metrics: str) -> dict[str, float]:
     return out
 
 
-def rss_mb(pid: int) -> float:
-    proc = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 1e6
-
-
 async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
     """Speak ``speech``; wait for the reply to be written and heard to its end."""
     turn = Turn(said)
@@ -96,10 +89,10 @@ async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
             kind, obj = message["type"], message.get("obj") or {}
             if kind == "vad" and not obj.get("speech") and np.isnan(turn.stopped):
                 turn.stopped = now
-            elif kind == "infer" and np.isnan(turn.transcript):
-                turn.transcript, turn.text = now, str(obj.get("text", ""))
-            elif kind == "reply":
-                if np.isnan(turn.first_words) and obj.get("text"):
+            elif kind == "infer" and str(obj.get("text", "")).strip():
+                turn.transcript, turn.text = now, str(obj["text"])
+            elif kind == "reply" and not np.isnan(turn.transcript):  # not an empty final's
+                if np.isnan(turn.first_words) and (obj.get("delta") or obj.get("text")):
                     turn.first_words = now
                 if obj.get("done"):
                     turn.reply_words = len(str(obj.get("text") or "").split())
@@ -118,12 +111,15 @@ async def session(turns: int) -> tuple[list[Turn], float]:
         "webrtc:\n  addresses: [127.0.0.1]\n  port_min: 23300\n  port_max: 23399\n"
         f"llm:\n  max_tokens: {MAX_TOKENS}\n"
     )
-    with tempfile.TemporaryDirectory() as tmp, Daemon(Path(tmp), extra) as daemon:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Daemon(Path(tmp), extra).start(timeout=600) as daemon,
+    ):  # slow to load on a busy machine
         assert daemon.proc is not None
         voice, wpm = ESPEAK_VOICES[0]
         clips: list[tuple[str, np.ndarray]] = []
         for text in COMMANDS:
-            clips.append((text, trimmed(await say(daemon, text))))
+            clips.append((text, trimmed(await hearth_speech(daemon, text))))
             clips.append((text, espeak(voice, wpm, text)))
         async with httpx.AsyncClient(base_url=daemon.url, timeout=30) as http:
             client = await RtcClient(daemon.url).connect()
@@ -231,18 +227,15 @@ def _same_words(said: str, heard: str) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--window", type=int, default=10)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.turns < 2 * args.window:
         raise SystemExit("--turns must be at least twice --window")
     turns, idle = asyncio.run(session(args.turns))
     table = report(turns, idle, args.window)
-    print(table)
-    if not args.no_write:
-        write_section("long-session", table)
+    publish("long-session", table, not args.no_write)
 
 
 if __name__ == "__main__":

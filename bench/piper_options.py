@@ -11,7 +11,7 @@ in memory, on the embedded voice:
   length in a loop, glibc limited to two arenas and trimmed every 50 sentences as the
   daemon does; its resident set after every 100.
 
-    .venv/bin/python bench/piper_options.py [--sentences 300] [--speed 40]
+    .venv/bin/python -m bench.piper_options [--sentences 300] [--speed 40]
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import ROOT, arguments
 
 WORDS = (
     "the bins go out on tuesday and the kitchen lights turn off at ten in the evening "
@@ -97,7 +96,7 @@ def memory(hearth: bool, count: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--speed", type=int, default=40, help="sentences for the speed part")
     parser.add_argument("--memory-of", choices=["defaults", "hearth"], help=argparse.SUPPRESS)
@@ -114,8 +113,9 @@ def main() -> None:
     )
     for name in ("defaults", "hearth"):
         out = subprocess.run(
-            [sys.executable, __file__, "--memory-of", name, "--sentences", str(args.sentences)],
-            check=True, capture_output=True, text=True,
+            [sys.executable, "-m", "bench.piper_options", "--memory-of", name,
+             "--sentences", str(args.sentences)],
+            check=True, capture_output=True, text=True, cwd=ROOT,
         ).stdout  # fmt: skip
         marks = json.loads(out.strip().splitlines()[-1])
         print(f"memory, {name}: RSS MB after each 100 sentences {[round(m) for m in marks]}")

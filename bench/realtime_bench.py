@@ -22,18 +22,16 @@ fresh Realtime session starts with next to what the WebRTC path uses.
 ``--instructions TEXT`` has each Realtime session set its own instructions, as a
 client bringing its own persona does.
 
-Run: .venv/bin/python bench/realtime_bench.py [--runs 5] [--idle-seconds 60] [--quick]
-     .venv/bin/python bench/realtime_bench.py --voices piper,espeak [--paths realtime]
+Run: .venv/bin/python -m bench.realtime_bench [--runs 5] [--idle-seconds 60] [--quick]
+     .venv/bin/python -m bench.realtime_bench --voices piper,espeak [--paths realtime]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import datetime
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,15 +40,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from bench.webrtc_bench import UTTERANCE, speak  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import espeak_pcm, free_port, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.harness import arguments, hearth_speech, machine, publish, write_section
+from bench.webrtc_bench import UTTERANCE, speak
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import espeak_pcm, free_port, words
+from tests.webrtc_client import RtcClient
 
 RATE = 16000
 LEAD_S = 0.3
@@ -110,11 +105,11 @@ async def realtime_turn(
     if instructions is not None:
         settings["instructions"] = instructions
     async with client.realtime.connect(model="gpt-realtime") as conn:
-        created = await _until(conn, "session.created")
+        created = await until(conn, "session.created")
         if fresh is not None:
             fresh.update(created.session.model_dump(exclude_none=False))
         await conn.session.update(session=settings)  # type: ignore[arg-type]
-        await _until(conn, "session.updated")
+        await until(conn, "session.updated")
         began = time.monotonic()
         ended = began + LEAD_S + len(speech) / RATE
 
@@ -153,11 +148,12 @@ async def realtime_turn(
     )
 
 
-async def _until(conn: Any, kind: str) -> Any:
-    async with asyncio.timeout(TURN_TIMEOUT_S):
+async def until(conn: Any, kind: str, timeout: float = TURN_TIMEOUT_S) -> Any:
+    """The next Realtime event of ``kind`` (an ``error`` event raises)."""
+    async with asyncio.timeout(timeout):
         while (event := await conn.recv()).type != kind:
             if event.type == "error":
-                raise RuntimeError(f"error event: {event.error}")
+                raise RuntimeError(f"Realtime error event: {event.error}")
     return event
 
 
@@ -200,22 +196,6 @@ def espeak(voice: str, wpm: int, text: str) -> np.ndarray:
     return trimmed(espeak_pcm(voice, wpm, text))
 
 
-async def say(daemon: Daemon, text: str) -> np.ndarray:
-    """``text`` spoken by Hearth's own TTS (over Wyoming), at 16 kHz."""
-    from wyoming.client import AsyncTcpClient
-    from wyoming.tts import Synthesize
-
-    pcm, rate = bytearray(), RATE
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-        await c.write_event(Synthesize(text=text).event())
-        while (event := await c.read_event()) is not None and event.type != "audio-stop":
-            if event.type == "audio-start":
-                rate = int(event.data["rate"])
-            elif event.type == "audio-chunk":
-                pcm += event.payload or b""
-    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
-
-
 def trimmed(speech: np.ndarray) -> np.ndarray:
     """``speech`` without the synthesizer's leading and trailing silence (-50 dBFS):
     the end of the array is the end of speech."""
@@ -229,7 +209,9 @@ async def said(daemon: Daemon, kinds: list[str]) -> list[tuple[str, str, np.ndar
     for kind in kinds:
         if kind == "piper":
             for text in COMMANDS:
-                out.append(("piper (Hearth's voice)", text, trimmed(await say(daemon, text))))
+                out.append(
+                    ("piper (Hearth's voice)", text, trimmed(await hearth_speech(daemon, text)))
+                )
         else:
             for voice, wpm in ESPEAK_VOICES:
                 for text in COMMANDS:
@@ -316,7 +298,7 @@ async def run_voices(
         "commands said by each voice (its own silence cut), after "
         f"{LEAD_S:g} s of silence, sent at real time in 20 ms frames, then {TAIL_S:g} s of "
         "silence. Times from the end of speech, median (p90). Run with "
-        "`.venv/bin/python bench/realtime_bench.py --voices piper,espeak`.",
+        "`.venv/bin/python -m bench.realtime_bench --voices piper,espeak`.",
         "",
         "| voice | path | turns | -> `speech_stopped` | -> transcript | -> first reply audio "
         "| transcript -> first audio | transcripts right |",
@@ -399,7 +381,7 @@ async def idle_cost(daemon: Daemon, seconds: float) -> tuple[float, float]:
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
     try:
         async with client.realtime.connect(model="gpt-realtime") as conn:
-            await _until(conn, "session.created")
+            await until(conn, "session.created")
             await asyncio.sleep(1.0)
             up, down, began = proxy.up, proxy.down, time.monotonic()
             reader = asyncio.ensure_future(conn.recv())  # the client reads, as it would
@@ -438,7 +420,7 @@ async def run(runs: int, idle_s: float, quick: bool = False) -> str:
         "loopback, default config (embedded models on the CPU), a fresh session per turn. "
         f"A {len(speech) / RATE:.1f} s utterance after {LEAD_S:g} s of silence, sent at real "
         f"time in 20 ms frames, then {TAIL_S:g} s of silence. {how}; times from the end of "
-        "speech. Run with `.venv/bin/python bench/realtime_bench.py`.",
+        "speech. Run with `.venv/bin/python -m bench.realtime_bench`.",
         "",
         "| end of speech -> | Realtime (openai client) | WebRTC hands-free | ratio | "
         "target: within 10 % |",
@@ -476,8 +458,7 @@ async def run(runs: int, idle_s: float, quick: bool = False) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=None, help="60 (quick: 10)")
     parser.add_argument("--quick", action="store_true", help="one run, 10 s idle (a check)")
     parser.add_argument(
@@ -487,7 +468,6 @@ def main() -> None:
         "--paths", default="realtime,webrtc", help="with --voices: realtime, webrtc or both"
     )
     parser.add_argument("--instructions", default=None, help="the Realtime sessions' own")
-    parser.add_argument("--no-write", action="store_true", help="print only (no RESULTS.md)")
     args = parser.parse_args()
     if args.voices:
         kinds = [k for k in args.voices.split(",") if k]
@@ -502,8 +482,7 @@ def main() -> None:
     runs = 1 if args.quick else args.runs
     idle_s = args.idle_seconds or (10.0 if args.quick else 60.0)
     text = asyncio.run(run(runs, idle_s, args.quick))
-    print(text)
-    write_section("realtime", text)
+    publish("realtime", text, not args.no_write)
 
 
 if __name__ == "__main__":

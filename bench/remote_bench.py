@@ -13,16 +13,14 @@ utterance at real time; latency is audio-stop -> transcript.
 - Many edges: 4 edges x 5 devices speaking at once through the remote model, beside
   the same 20 devices on one edge decoding locally with one worker (p50/p95).
 
-Run: .venv/bin/python bench/remote_bench.py [--runs 8] [--rounds 3]
+Run: .venv/bin/python -m bench.remote_bench [--runs 8] [--rounds 3]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -31,14 +29,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from bench.wyoming_bench import (  # noqa: E402
+from bench.harness import arguments, machine, median, ms, percentile, publish, wyoming_audio
+from bench.wyoming_bench import (
     CHUNK,
     RATE,
     TRAILING_S,
@@ -48,9 +42,9 @@ from bench.wyoming_bench import (  # noqa: E402
     synthesize,
     wait_ready,
 )
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import word_error_rate  # noqa: E402
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import word_error_rate
 
 EDGES = 4
 DEVICES = 5
@@ -79,16 +73,7 @@ async def transcribe(port: int, pcm: bytes, model: str) -> tuple[float, str]:
     """(audio-stop -> transcript s, text) through ``model``, audio sent at real time."""
     async with AsyncTcpClient("127.0.0.1", port) as c:
         await c.write_event(Transcribe(name=model, language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        step = CHUNK * 2
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            due = began + (index + 1) * CHUNK / RATE
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, CHUNK)
         while True:
             event = await asyncio.wait_for(c.read_event(), ANSWER_TIMEOUT_S)
             assert event is not None, "the edge closed the connection"
@@ -126,10 +111,6 @@ def asr_calls(daemon: Daemon) -> tuple[float, float]:
             if line.startswith(f'hearth_engine_latency_seconds_{kind}{{engine="asr"}}'):
                 found[kind] = float(line.rsplit(" ", 1)[1])
     return found["sum"], found["count"]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
 
 
 async def run(runs: int, rounds: int) -> str:
@@ -214,7 +195,7 @@ async def run(runs: int, rounds: int) -> str:
         f"{UTTERANCE_S} s of speech at real time; latency is audio-stop -> transcript; only "
         f"correct transcripts (word error rate <= {MAX_WER}) count. On a GPU server the "
         "remote decode itself is far shorter; the overhead is what the network path adds. "
-        "Run with `.venv/bin/python bench/remote_bench.py`.",
+        "Run with `.venv/bin/python -m bench.remote_bench`.",
         "",
         f"Load average (1 min) before / after the run: {load_before:.1f} / {load_after:.1f} "
         f"on {os.cpu_count()} cores. "
@@ -274,13 +255,11 @@ async def run(runs: int, rounds: int) -> str:
 
 def main() -> None:
     """Run the benchmark and write its section of bench/RESULTS.md."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=8)
+    parser = arguments(__doc__, runs=8)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     table = asyncio.run(run(args.runs, args.rounds))
-    print(table)
-    write_section("remote", table)
+    publish("remote", table, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -17,31 +17,29 @@ and turn decision awaited (a machine that keeps up with the speaker: the decisio
 not depend on this machine's speed); end of speech -> end of turn is the audio's
 silence until the decision plus the decision's wall time.
 
-"Before" is another revision of this repository (``git archive``, default: the commit
+"Before" is another revision of this repository (a git worktree, default: the commit
 before the words were changed), run on the same clips in the same sitting; each arm is
-its own process that imports its tree's code.
+its own process that imports its tree's code (this file run by its path, its tree first
+on ``PYTHONPATH``: so an arm imports nothing from bench/harness.py, which an older tree
+may lack).
 
-    .venv/bin/python bench/sentence_pauses.py [--before REV] [--no-write]
+Run: .venv/bin/python -m bench.sentence_pauses [--before REV] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
 
 COMPLETE = [
     "Turn on the kitchen lights.",
@@ -124,7 +122,6 @@ VOICES = [
 
 async def make_clips(path: Path) -> list[dict[str, Any]]:
     """Synthesize every clip; save the audio to ``path`` (npz) and return their labels."""
-    sys.path.insert(0, str(ROOT))
     from bench.turn_bench import Voice as TurnVoice
     from bench.turn_bench import _cut_after, _say, _silence, _trim
     from daemon.config import parse_config
@@ -204,7 +201,6 @@ def add(
 
 async def run_arm(tree: Path, clips_path: Path, labels: list[dict[str, Any]]) -> list[dict]:
     """Every clip through ``tree``'s session code (its default settings)."""
-    sys.path.insert(0, str(tree))
     from bench.turn_bench import Clip, run_clip
     from daemon.config import parse_config
     from daemon.engines.hardware import probe
@@ -255,15 +251,14 @@ def score(labels: list[dict], results: list[dict], max_pause_s: float = 1.6) -> 
 
 
 def table(labels: list[dict], arms: dict[str, list[dict]], rev: str) -> str:
-    sys.path.insert(0, str(ROOT))
-    from bench.results import machine, median, percentile
+    from bench.harness import machine, median, percentile
 
     voices = {half: [v.name for v in VOICES if v.half == half] for half in ("choice", "report")}
     lines = [
         "## The whole sentence: pauses inside a sentence and finished commands"
         " (`bench/sentence_pauses.py`)",
         "",
-        f"{datetime.date.today()}, {machine()}. `.venv/bin/python bench/sentence_pauses.py"
+        f"{datetime.date.today()}, {machine()}. `.venv/bin/python -m bench.sentence_pauses"
         f" --before {rev}`: {len(PAUSED)} sentences with a pause of 0.4-1.2 s inside and"
         f" {len(COMPLETE)} finished commands in each voice; before ({rev}) and after on the"
         " same clips, in the same sitting. Choice half (every setting was chosen on it): "
@@ -310,52 +305,35 @@ def table(labels: list[dict], arms: dict[str, list[dict]], rev: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def exported(revision: str, into: Path) -> Path:
-    data = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", revision],
-        check=True,
-        capture_output=True,
-    ).stdout
-    tar_path = into / "tree.tar"
-    tar_path.write_bytes(data)
-    tree = into / "tree"
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(tree, filter="data")
-    return tree
+def arm() -> None:
+    """One arm, in its own process: ``--arm TREE CLIPS OUT``."""
+    tree, clips, out = (Path(a) for a in sys.argv[2:5])
+    labels = json.loads((clips.with_suffix(".json")).read_text())
+    results = asyncio.run(run_arm(tree, clips, labels))
+    out.write_text(json.dumps(results))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", default="58aa898", help="the revision to compare with")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
-    parser.add_argument("--arm", nargs=3, metavar=("TREE", "CLIPS", "OUT"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.arm:
-        tree, clips, out = (Path(a) for a in args.arm)
-        labels = json.loads((clips.with_suffix(".json")).read_text())
-        results = asyncio.run(run_arm(tree, clips, labels))
-        out.write_text(json.dumps(results))
+    if sys.argv[1:2] == ["--arm"]:
+        arm()
         return
-    with tempfile.TemporaryDirectory() as tmp:
+    from bench.harness import ROOT, arguments, publish, worktree
+
+    args = arguments(__doc__, before="58aa898").parse_args()
+    with worktree(args.before) as before, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         clips = work / "clips.npz"
         labels = asyncio.run(make_clips(clips))
         clips.with_suffix(".json").write_text(json.dumps(labels))
         arms: dict[str, list[dict]] = {}
-        trees = {"before": exported(args.before, work), "after": ROOT}
-        for arm, tree in trees.items():
-            out = work / f"{arm}.json"
+        for name, tree in {"before": before, "after": ROOT}.items():
+            out = work / f"{name}.json"
             env = {**os.environ, "PYTHONPATH": str(tree)}
             command = [sys.executable, __file__, "--arm", str(tree), str(clips), str(out)]
             subprocess.run(command, check=True, env=env, cwd=tree)
-            arms[arm] = json.loads(out.read_text())
+            arms[name] = json.loads(out.read_text())
     text = table(labels, arms, args.before)
-    print(text)
-    if not args.no_write:
-        sys.path.insert(0, str(ROOT))
-        from bench.results import write_section
-
-        write_section("sentence-pauses", text)
+    publish("sentence-pauses", text, not args.no_write)
 
 
 if __name__ == "__main__":

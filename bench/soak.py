@@ -24,28 +24,24 @@ Every few seconds it reads the daemon's resident set (its process tree) and, fro
 set idle, after warm-up (the first 30 % of the run) and at the end, and the slope over the
 last half as MB per 1000 requests (least squares), and each kind's median latency.
 
-    .venv/bin/python bench/soak.py [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
+    .venv/bin/python -m bench.soak [--minutes 10] [--kinds mixed|KIND[,KIND]|each]
         [--clients 4] [--held-session] [--samples FILE] [--env NAME=VALUE]
         [--label TEXT] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import contextlib
 import datetime
-import io
 import itertools
 import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
-import wave
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -54,14 +50,10 @@ from typing import Any
 
 import httpx
 import numpy as np
-import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import arguments, machine, rss_mb, write_section
+from daemon.audio.pcm import encode, resample_pcm
+from tests.daemon import Daemon
 
 KINDS = (
     "wyoming-stt", "wyoming-tts", "willow", "wis-tts", "openai-stt", "openai-tts", "chat",
@@ -103,16 +95,6 @@ class Load:
     held_turns: list[float] = field(default_factory=list)
     """Each turn of the held session: seconds from commit to ``response.done``."""
     held_failed: int = 0
-
-
-def wav_bytes(pcm: bytes, rate: int = RATE) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(pcm)
-    return out.getvalue()
 
 
 class Clients:
@@ -186,7 +168,7 @@ class Clients:
         response.raise_for_status()
 
     async def openai_stt(self) -> None:
-        files = {"file": ("command.wav", wav_bytes(self.clip()), "audio/wav")}
+        files = {"file": ("command.wav", encode(self.clip(), RATE, "wav"), "audio/wav")}
         response = await self.http.post(
             "/v1/audio/transcriptions", files=files, data={"model": "whisper-1"}
         )
@@ -241,15 +223,6 @@ class Clients:
 
     def call(self, kind: str) -> Callable[[], Awaitable[None]]:
         return getattr(self, kind.replace("-", "_"))  # type: ignore[no-any-return]
-
-
-def rss_mb(pid: int) -> float:
-    try:
-        proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
-        return sum(p.memory_info().rss for p in procs) / 1e6
-    except psutil.Error:
-        return float("nan")
 
 
 async def heap_mb(http: httpx.AsyncClient) -> float:
@@ -432,7 +405,7 @@ def run_one(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--kinds", default="mixed", help="mixed, each, or KIND[,KIND]")
     parser.add_argument("--clients", type=int, default=4)
@@ -441,7 +414,6 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--label", default="")
     parser.add_argument("--section", default="soak")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
     if args.kinds == "each":

@@ -15,28 +15,23 @@ rate, the CPU and wall time of one embedding of a 3 s utterance (median), and wh
 ``voice_auth=true`` adds to a Willow upload against the same upload without it,
 through a real ``hearth serve`` (median of paired runs, real-time pacing).
 
-    .venv/bin/python bench/speakers.py [--runs 5] [--no-write]
+    .venv/bin/python -m bench.speakers [--runs 5] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
-from daemon.config import SpeakersConfig  # noqa: E402
+from bench.harness import arguments, machine, write_section
+from daemon.audio.pcm import RATE, resample_pcm
+from daemon.config import SpeakersConfig
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -193,8 +188,6 @@ def main(runs: int, write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
+    parser = arguments(__doc__, runs=5)
     args = parser.parse_args()
     main(args.runs, not args.no_write)

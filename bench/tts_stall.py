@@ -4,16 +4,14 @@ Phase 1: ``--clients`` concurrent ``/api/tts`` clients for ``--seconds``. Phase 
 same with one more client that asks for long speech and then reads nothing. The
 stalled reader may add at most 10 % to p95. Then ``--maximal`` requests of 1,999
 characters with no sentence break to ``/v1/audio/speech``, and the daemon's RSS.
-Run with ``.venv/bin/python bench/tts_stall.py``.
+Run with ``.venv/bin/python -m bench.tts_stall``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,9 +19,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.results import machine, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.harness import arguments, machine, percentile, write_section
+from tests.daemon import Daemon
 
 TIMEOUT_S = 8.0
 """An answer slower than this counts as a failure (what the probe's clients waited)."""
@@ -92,7 +89,7 @@ def row(name: str, values: list[float], failed: list[int]) -> str:
     return f"| {name} | {len(values)} | {p50:.0f} | {p95:.0f} | {len(failed)} |"
 
 
-def main(clients: int, seconds: float, count: int) -> None:
+def main(clients: int, seconds: float, count: int, write: bool = True) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         daemon = Daemon(Path(tmp)).start(timeout=180)
         try:
@@ -120,7 +117,7 @@ def main(clients: int, seconds: float, count: int) -> None:
         f"(a short sentence, `nocache=true`, {TIMEOUT_S:g} s limit each) for {seconds:g} s, "
         "then again while one more client asks for 125 sentences (1,900 characters) and "
         "reads nothing. Failures: errors, and answers slower than 8 s. "
-        f"Run with `.venv/bin/python bench/tts_stall.py`.\n\n"
+        f"Run with `.venv/bin/python -m bench.tts_stall`.\n\n"
         "| run | answers | p50 ms | p95 ms | failures |\n| --- | --- | --- | --- | --- |\n"
         f"{row('baseline', base, base_failed)}\n"
         f"{row('with a stalled reader', stalled, stalled_failed)}\n\n"
@@ -130,13 +127,14 @@ def main(clients: int, seconds: float, count: int) -> None:
         "after (text is synthesized in pieces of at most 240 characters).\n"
     )
     print(text)
-    write_section("tts-stall", text)
+    if write:
+        write_section("tts-stall", text)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = arguments(__doc__)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--maximal", type=int, default=20)
     args = parser.parse_args()
-    main(args.clients, args.seconds, args.maximal)
+    main(args.clients, args.seconds, args.maximal, not args.no_write)

@@ -21,18 +21,16 @@ Reported for each configuration, measured in the same run:
   Pipecat runs; they differ between CPUs), and the QDQ graph as written
   (``ORT_DISABLE_ALL``, quantized activations in float).
 
-    .venv/bin/python bench/turn_bench.py [--s2s-runs 3] [--variants] [--no-write]
+    .venv/bin/python -m bench.turn_bench [--s2s-runs 3] [--variants] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -41,21 +39,19 @@ from pathlib import Path
 import numpy as np
 from faster_whisper import WhisperModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE, AudioFormat, resample_pcm  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.engines.turn.base import TurnModel, TurnPrediction  # noqa: E402
-from daemon.engines.turn.smart_turn import SmartTurn  # noqa: E402
-from daemon.runtime.engines import Engines  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from daemon.speech.endpoint import EndpointState  # noqa: E402
-from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
-from daemon.speech.pipeline import SpeculativeReplies  # noqa: E402
-from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession  # noqa: E402
+from bench.harness import arguments, machine, median, percentile, write_section
+from daemon.audio.pcm import RATE, AudioFormat, resample_pcm
+from daemon.config import parse_config
+from daemon.engines.hardware import probe
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.turn.base import TurnModel, TurnPrediction
+from daemon.engines.turn.smart_turn import SmartTurn
+from daemon.runtime.engines import Engines
+from daemon.runtime.loading import load_engines
+from daemon.speech.endpoint import EndpointState
+from daemon.speech.events import FinalTranscript, SpeechAudio
+from daemon.speech.pipeline import SpeculativeReplies
+from daemon.speech.session import SessionOptions, SessionSettings, SpeechSession
 
 CHUNK_S = 0.02
 TAIL_S = 2.2
@@ -562,9 +558,8 @@ async def main(s2s_runs: int, write: bool, with_variants: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--s2s-runs", type=int, default=3)
     parser.add_argument("--variants", action="store_true", help="compare ways of running it")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     asyncio.run(main(args.s2s_runs, not args.no_write, args.variants))

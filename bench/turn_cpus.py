@@ -12,7 +12,7 @@ reference table (``tests/data/turn_reference.json``), each CPU gives:
 
 Emulation is slow (about 15 s per check), but the numbers are the real kernels'.
 
-    .venv/bin/python bench/turn_cpus.py [--cpus Haswell-v4] [--no-write]
+    .venv/bin/python -m bench.turn_cpus [--cpus Haswell-v4] [--no-write]
 """
 
 from __future__ import annotations
@@ -23,13 +23,9 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, write_section  # noqa: E402
-from bench.turn_reference import TABLE, clip_audio, cpu_flags  # noqa: E402
+from bench.harness import ROOT, arguments, machine, write_section
+from bench.turn_reference import TABLE, clip_audio, cpu_flags
 
 CPUS = {
     "Haswell-v4": "AVX2 + FMA, no AVX-512 or VNNI, as N100-class home servers",
@@ -53,10 +49,12 @@ def probe() -> None:
 
 def run_on(cpu: str | None) -> dict[str, dict[str, float]]:
     """Probe on this CPU (None) or under QEMU with the named CPU model."""
-    command = [sys.executable, __file__, "--probe"]
+    command = [sys.executable, "-m", "bench.turn_cpus", "--probe"]
     if cpu is not None:
         command = ["qemu-x86_64", "-cpu", cpu, *command]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=True, timeout=3600, cwd=ROOT
+    )
     result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -111,10 +109,9 @@ def main(cpus: list[str], write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpus", nargs="*", default=list(CPUS))
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.probe:
         probe()

@@ -12,27 +12,22 @@ Each configuration is ``speculate:early`` in ms: the silence at which the specul
 decode starts (with as much trailing audio, at most ``vad.padding_ms``), and the early
 question (0: none).
 
-    .venv/bin/python bench/turn_points.py [--configs 240:0,96:0,128:0,160:0,160:128] [--no-write]
+    .venv/bin/python -m bench.turn_points [--configs 240:0,96:0,128:0,160:0,160:128] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import datetime
 import shutil
-import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.results import machine, write_section  # noqa: E402
-from bench.turn_bench import ESPEAK_VOICES, PIPER_VOICES, bench_turns, make_set  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
+from bench.harness import arguments, machine, write_section
+from bench.turn_bench import ESPEAK_VOICES, PIPER_VOICES, bench_turns, make_set
+from daemon.config import parse_config
+from daemon.engines.hardware import probe
+from daemon.runtime.loading import load_engines
 
 
 async def main(configs: list[tuple[int, int]], write: bool) -> None:
@@ -92,9 +87,8 @@ async def main(configs: list[tuple[int, int]], write: bool) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--configs", default="240:0,96:0,128:0,160:0,160:128")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     pairs = [tuple(int(v) for v in c.split(":")) for c in args.configs.split(",")]
     asyncio.run(main([(a, b) for a, b in pairs], not args.no_write))

@@ -4,13 +4,13 @@ Two steps, run once, both in Hearth's venv; the test
 (``tests/unit/daemon/engines/turn/test_smart_turn.py``) compares Hearth's
 probabilities with the table.
 
-1. ``.venv/bin/python bench/turn_reference.py synth``: speaks each text with the
+1. ``.venv/bin/python -m bench.turn_reference synth``: speaks each text with the
    bundled Piper voice (en_US-joe-medium), resamples it to 16 kHz, trims the voice's
    own trailing silence, adds 200 ms of digital silence (about when the endpointer
    first asks the model) and writes ``tests/data/turn/<name>.wav``. Piper runs
    without its noise (the same audio on every run), but the clips are kept all the
    same: a newer Piper or voice would move the probabilities.
-2. ``.venv/bin/python bench/turn_reference.py reference``: the reference shares no
+2. ``.venv/bin/python -m bench.turn_reference reference``: the reference shares no
    code with Hearth's path. The features are Pipecat's own (its vendored numpy copy
    of ``transformers.WhisperFeatureExtractor(chunk_length=8)``, loaded from the
    pipecat-ai wheel by file, without importing Pipecat). The model is the
@@ -32,14 +32,14 @@ as audio; the test builds them the same way, with :func:`clip_audio`.
 from __future__ import annotations
 
 import json
-import sys
 import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.harness import ROOT, arguments
+
 DATA = ROOT / "tests" / "data"
 CLIPS = DATA / "turn"
 TABLE = DATA / "turn_reference.json"
@@ -95,7 +95,6 @@ def recipes() -> dict[str, dict[str, Any]]:
 
 def synth() -> None:
     """Step 1 (Hearth's venv): speak the texts into tests/data/turn/."""
-    sys.path.insert(0, str(ROOT))
     from piper import PiperVoice, SynthesisConfig
 
     from daemon.audio.pcm import resample_pcm
@@ -189,7 +188,6 @@ def reference() -> None:
     import onnx
     import onnxruntime
 
-    sys.path.insert(0, str(ROOT))
     from daemon.engines.models import resolve_turn_model
 
     path = resolve_turn_model("")
@@ -229,4 +227,7 @@ def reference() -> None:
 
 
 if __name__ == "__main__":
-    {"synth": synth, "reference": reference}[sys.argv[1]]()
+    steps = {"synth": synth, "reference": reference}
+    parser = arguments(__doc__, write=False)
+    parser.add_argument("step", choices=steps, help="synth (step 1) or reference (step 2)")
+    steps[parser.parse_args().step]()

@@ -9,15 +9,13 @@ call (ONNX Runtime runs a one-thread session on the caller's thread), the median
 of ``--calls`` after ``--warmup``; the largest difference between their
 probabilities, and from the table's, is printed too.
 
-    .venv/bin/python bench/turn_speed.py [--calls 30] [--rounds 5] [--clips lights,...]
+    .venv/bin/python -m bench.turn_speed [--calls 30] [--rounds 5] [--clips lights,...]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -25,12 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.turn_reference import TABLE, clip_audio  # noqa: E402
-from daemon.engines.models import resolve_turn_model  # noqa: E402
-from daemon.engines.turn.features import (  # noqa: E402
+from bench.harness import arguments
+from bench.turn_reference import TABLE, clip_audio
+from daemon.engines.models import resolve_turn_model
+from daemon.engines.turn.features import (
     HOP,
     MEL_FLOOR,
     N_FFT,
@@ -38,8 +34,8 @@ from daemon.engines.turn.features import (  # noqa: E402
     _window,
     mel_filters,
 )
-from daemon.engines.turn.qdq import float_model_bytes  # noqa: E402
-from daemon.engines.turn.smart_turn import INPUT, SAMPLES, SmartTurn, window  # noqa: E402
+from daemon.engines.turn.qdq import float_model_bytes
+from daemon.engines.turn.smart_turn import INPUT, SAMPLES, SmartTurn, window
 
 
 def previous_log_mel(audio: np.ndarray) -> np.ndarray:
@@ -96,7 +92,7 @@ def cpu_ms(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument("--calls", type=int, default=30, help="timed calls per way and clip")
     parser.add_argument("--rounds", type=int, default=5, help="alternations per clip")
     parser.add_argument("--warmup", type=int, default=3)

@@ -42,7 +42,7 @@ Measured:
 - Memory per stream: resident memory growth over 100 streams in-process (each fed
   1 s), and the server's growth over 50 open detection runs.
 
-Run: .venv/bin/python bench/wake_bench.py [--minutes 60] [--write] [--peer-venv DIR] [--quick]
+Run: .venv/bin/python -m bench.wake_bench [--minutes 60] [--write] [--peer-venv DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -69,14 +68,11 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 from wyoming.wake import Detect, Detection
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from bench.signals import pink_noise  # noqa: E402
-from daemon.engines.wake import WakeLibrary, WakeModelSettings  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port  # noqa: E402
+from bench.harness import ROOT, arguments, machine, median, percentile, write_section
+from bench.signals import pink_noise
+from daemon.engines.wake import WakeLibrary, WakeModelSettings
+from tests.daemon import Daemon
+from tests.helpers import free_port
 
 RATE = 16000
 CHUNK = 160
@@ -668,7 +664,7 @@ def render(r: dict[str, Any]) -> str:
         f"Both servers on loopback, fed the same audio by one `wyoming` client in 10 ms "
         f"chunks; the peer is {PEER} 2.1.0 (same pymicro-wakeword 2.5.0). Speech at "
         f"{LEVEL_DBFS:.0f} dBFS active level, SNR against that level, {LEAD_S:.0f} s lead-in. "
-        f"Run: `.venv/bin/python bench/wake_bench.py --write`.",
+        f"Run: `.venv/bin/python -m bench.wake_bench --write`.",
         "",
         f"| model | condition | Hearth | {PEER} |",
         "| --- | --- | --- | --- |",
@@ -857,7 +853,7 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = arguments(__doc__, write=False)
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--peer-venv", type=Path, default=PEER_VENV)
     ap.add_argument("--write", action="store_true")

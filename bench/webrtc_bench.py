@@ -10,16 +10,14 @@ Push-to-talk released like a person does (150, 300 and 500 ms after the last wor
 decoded after the stop (the same audio posted to ``/api/asr``, whose answer comes only
 after a decode of the complete buffer).
 
-Run: .venv/bin/python bench/webrtc_bench.py [--runs 5] [--idle-seconds 120] [--release-only]
+Run: .venv/bin/python -m bench.webrtc_bench [--runs 5] [--idle-seconds 120] [--release-only]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,13 +27,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, percentile, write_section  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import wav, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench.harness import arguments, hearth_speech, machine, percentile, publish
+from tests.daemon import Daemon
+from tests.helpers import wav, words
+from tests.webrtc_client import RtcClient
 
 UTTERANCE = "Please turn on the kitchen lights and close the blinds."
 RATE = 16000
@@ -158,7 +153,7 @@ async def release_rows(runs: int) -> str:
         f"A {len(speech) / RATE:.1f} s utterance after 300 ms of silence; the button is let "
         "go the given time after the last word. WIS way: the same audio decoded whole after "
         "the stop (`/api/asr`, same daemon, interleaved with the WebRTC runs). Medians of "
-        f"{runs} runs. Run with `.venv/bin/python bench/webrtc_bench.py --release-only`.",
+        f"{runs} runs. Run with `.venv/bin/python -m bench.webrtc_bench --release-only`.",
         "",
         "| released after the last word | stop -> `infer` | WIS way | ratio | target 0.3x |",
         "| --- | --- | --- | --- | --- |",
@@ -234,7 +229,7 @@ async def run(runs: int, idle_s: float) -> str:
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. An aiortc client "
         "(the tests' browser stand-in) and `hearth serve` on loopback, default config, "
         f"partial transcripts off (CPU). Medians of {runs} runs. "
-        "Run with `.venv/bin/python bench/webrtc_bench.py`.",
+        "Run with `.venv/bin/python -m bench.webrtc_bench`.",
         "",
         "| measure | result | target | verdict |",
         "| --- | --- | --- | --- |",
@@ -265,36 +260,20 @@ async def run(runs: int, idle_s: float) -> str:
 
 async def speak(daemon: Daemon) -> np.ndarray:
     """The utterance, spoken by Hearth's own TTS (over Wyoming), at 16 kHz."""
-    from wyoming.client import AsyncTcpClient
-    from wyoming.tts import Synthesize
-
-    from daemon.audio.pcm import resample_pcm
-
-    pcm, rate = bytearray(), RATE
-    async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
-        await c.write_event(Synthesize(text=UTTERANCE).event())
-        while (event := await c.read_event()) is not None and event.type != "audio-stop":
-            if event.type == "audio-start":
-                rate = int(event.data["rate"])
-            elif event.type == "audio-chunk":
-                pcm += event.payload or b""
-    return np.frombuffer(resample_pcm(bytes(pcm), rate, RATE), dtype=np.int16)
+    return await hearth_speech(daemon, UTTERANCE)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--idle-seconds", type=float, default=120.0)
     parser.add_argument("--release-only", action="store_true", help="only the release table")
     args = parser.parse_args()
     release = asyncio.run(release_rows(args.runs))
-    print(release)
-    write_section("webrtc-release", release)
+    publish("webrtc-release", release, not args.no_write)
     if args.release_only:
         return
     text = asyncio.run(run(args.runs, args.idle_seconds))
-    print(text)
-    write_section("webrtc", text)
+    publish("webrtc", text, not args.no_write)
 
 
 if __name__ == "__main__":

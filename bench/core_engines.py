@@ -1,4 +1,4 @@
-"""Hearth benchmark: prints a table and writes bench/RESULTS.md.
+"""The core engines (``make bench``): prints a table and writes bench/RESULTS.md.
 
 Medians of repeated runs; ratios against a baseline measured in the same run.
 
@@ -9,38 +9,36 @@ Medians of repeated runs; ratios against a baseline measured in the same run.
 - Speech to speech: end of audio -> first audio of the spoken reply.
 - VAD: both detectors on labeled audio (clean and noisy).
 - Peak RSS with all engines loaded.
+
+Run: make bench (or .venv/bin/python -m bench.core_engines [--runs 5] [--no-write])
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.results import machine, median, write_section  # noqa: E402
-from bench.vad_eval import labeled_mix, score  # noqa: E402
-from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float  # noqa: E402
-from daemon.config import parse_config  # noqa: E402
-from daemon.engines.asr.base import TranscribeOptions  # noqa: E402
-from daemon.engines.hardware import probe  # noqa: E402
-from daemon.engines.llm.base import ChatMessage, Sampling  # noqa: E402
-from daemon.engines.models import EMBEDDED_LLM_NAME  # noqa: E402
-from daemon.engines.tts.base import SynthesisOptions  # noqa: E402
-from daemon.engines.vad import create_vad  # noqa: E402
-from daemon.runtime.engines import Engines  # noqa: E402
-from daemon.runtime.loading import load_engines  # noqa: E402
-from daemon.speech.events import FinalTranscript, SpeechAudio  # noqa: E402
-from daemon.speech.pipeline import PipelineRun  # noqa: E402
-from daemon.speech.session import SessionOptions, SpeechSession  # noqa: E402
+from bench.harness import arguments, machine, median, write_section
+from bench.vad_eval import labeled_mix, score
+from daemon.audio.pcm import RATE, AudioFormat, pcm_to_float
+from daemon.config import parse_config
+from daemon.engines.asr.base import TranscribeOptions
+from daemon.engines.hardware import probe
+from daemon.engines.llm.base import ChatMessage, Sampling
+from daemon.engines.models import EMBEDDED_LLM_NAME
+from daemon.engines.tts.base import SynthesisOptions
+from daemon.engines.vad import create_vad
+from daemon.runtime.engines import Engines
+from daemon.runtime.loading import load_engines
+from daemon.speech.events import FinalTranscript, SpeechAudio
+from daemon.speech.pipeline import PipelineRun
+from daemon.speech.session import SessionOptions, SpeechSession
 
 UTTERANCE = "Please turn on the kitchen lights and set the thermostat to twenty one degrees."
 REPLY = "The kitchen lights are on. The thermostat is set to twenty one degrees. Anything else?"
@@ -188,7 +186,7 @@ def bench_vad(utterances: list[np.ndarray]) -> list[tuple[str, str, object]]:
     return rows
 
 
-async def main(runs: int, output: Path) -> None:
+async def main(runs: int, output: Path | None) -> None:
     with tempfile.TemporaryDirectory() as state:
         config = parse_config(f"state_dir: {state}\n", "bench")
         began = time.perf_counter()
@@ -303,12 +301,12 @@ async def main(runs: int, output: Path) -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    write_section("core", text, output)
+    if output is not None:
+        write_section("core", text, output)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = arguments(__doc__, runs=5)
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("RESULTS.md"))
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.output))
+    asyncio.run(main(args.runs, None if args.no_write else args.output))

@@ -1,11 +1,11 @@
-"""One door for speech in, one for speech out: before and after, side by side.
+"""Every client's path through the core, before and after, side by side.
 
 Every client's speech now enters the core's conversation, every reply leaves through
 one sentence speaker and one player, and a Realtime turn with tools offered is one
 generation. This bench checks that the move costs no time, and that the tools turn is
-faster. Two source trees, this one and a git revision exported into a temporary folder
-(``git archive``, no worktree), each run a real ``hearth serve`` on the embedded models
-with the same configuration; the two daemons take turns, request by request, so load
+faster. Two source trees, this one and a git revision checked out into a temporary
+worktree, each run a real ``hearth serve`` on the embedded models with the same
+configuration; the two daemons take turns, request by request, so load
 on the machine falls on both alike. Measured, as medians (and p90):
 
 - hands-free speech to speech over WebRTC (aiortc client): end of speech -> first
@@ -21,44 +21,47 @@ It also counts, in each tree, the lines of the adapters (``protocols/``, per cha
 file and in all) and the core modules the adapters import (``tests/import_graph.py``
 of that tree). ``--static`` prints only those counts (no daemon runs).
 
-Run: .venv/bin/python bench/one_door.py [--before main] [--runs 3] [--static] [--no-write]
+Run: .venv/bin/python -m bench.client_paths [--before main] [--runs 3] [--static] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import datetime
 import importlib.util
-import io
 import statistics
-import subprocess
-import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.conversation_move import one_turn, serving, synthesize  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
-
-COMMANDS = (
-    "Turn on the kitchen lights.",
-    "What time is it?",
-    "Set a timer for ten minutes.",
+from bench.handsfree_webrtc import one_turn
+from bench.harness import (
+    HOME_COMMANDS,
+    ROOT,
+    InTurn,
+    Samples,
+    arguments,
+    handsfree_clients,
+    machine,
+    piper_speech,
+    real_time,
+    revision,
+    serving,
+    spread,
+    worktree,
+    write_section,
+    wyoming_audio,
 )
+from bench.realtime_bench import until
+from bench.willow import HEADERS
+from daemon.audio.pcm import RATE
+from tests.daemon import Daemon
+
+COMMANDS = HOME_COMMANDS[:3]
 QUESTIONS = ("Tell me a short fact about the moon.", "How are you today?")
 """Typed Realtime questions no offered tool answers: the model answers in words."""
 LIGHT = {
@@ -77,20 +80,6 @@ WAIT_S = 120.0
 
 
 # ---------------------------------------------------------------- the trees
-
-
-@contextlib.contextmanager
-def exported(revision: str) -> Iterator[Path]:
-    """``revision``'s files in a temporary folder (``git archive``; removed afterwards)."""
-    with tempfile.TemporaryDirectory(prefix="hearth-before-") as folder:
-        data = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", revision],
-            check=True,
-            capture_output=True,
-        ).stdout
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(folder, filter="data")
-        yield Path(folder)
 
 
 def adapter_lines(tree: Path) -> dict[str, int]:
@@ -151,21 +140,11 @@ def static_section(before: Path, revision: str) -> str:
 async def wyoming_transcript(daemon: Daemon, pcm: bytes, paced: bool) -> float:
     """``audio-stop`` -> ``transcript`` (s) for one Wyoming request."""
     from wyoming.asr import Transcribe
-    from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
 
-    step = int(RATE * CHUNK_S) * 2
     async with AsyncTcpClient("127.0.0.1", daemon.wyoming_port) as c:
         await c.write_event(Transcribe(language="en").event())
-        await c.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        began = time.perf_counter()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm[offset : offset + step])
-            await c.write_event(chunk.event())
-            if paced:
-                await asyncio.sleep(max(0.0, began + (index + 1) * CHUNK_S - time.perf_counter()))
-        await c.write_event(AudioStop().event())
-        stopped = time.perf_counter()
+        stopped = await wyoming_audio(c, pcm, int(RATE * CHUNK_S), paced)
         while True:
             event = await asyncio.wait_for(c.read_event(), WAIT_S)
             if event is None or event.type == "error":
@@ -179,20 +158,12 @@ def willow_upload(daemon: Daemon, pcm: bytes) -> float:
     step = int(RATE * CHUNK_S) * 2
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), step):
-            yield pcm[i : i + step]
-            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
-        last[0] = time.perf_counter()
-
-    headers = {
-        "x-audio-sample-rate": str(RATE),
-        "x-audio-bits": "16",
-        "x-audio-channel": "1",
-        "x-audio-codec": "pcm",
-    }
-    resp = httpx.post(f"{daemon.url}/api/willow", content=body(), headers=headers, timeout=WAIT_S)
+    resp = httpx.post(
+        f"{daemon.url}/api/willow",
+        content=real_time(pcm, step, last),
+        headers=HEADERS,
+        timeout=WAIT_S,
+    )
     done = time.perf_counter()
     resp.raise_for_status()
     return done - last[0]
@@ -206,15 +177,15 @@ async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, flo
 
     client = openai.AsyncOpenAI(base_url=f"{daemon.url}/v1", api_key="bench", max_retries=0)
     async with client.realtime.connect(model="gpt-realtime") as conn:
-        await _until(conn, "session.created")
+        await until(conn, "session.created", WAIT_S)
         session = {"type": "realtime", "tools": [LIGHT], "tool_choice": "auto"}
         session["audio"] = {"input": {"turn_detection": None}}
         await conn.session.update(session=session)
-        await _until(conn, "session.updated")
+        await until(conn, "session.updated", WAIT_S)
         content = [{"type": "input_text", "text": question}]
         item = {"type": "message", "role": "user", "content": content}
         await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
-        await _until(conn, "conversation.item.done")
+        await until(conn, "conversation.item.done", WAIT_S)
         began = time.monotonic()
         await conn.response.create()
         first = 0.0
@@ -230,40 +201,15 @@ async def realtime_tools_turn(daemon: Daemon, question: str) -> tuple[float, flo
         return time.monotonic() - began, first, len("".join(said).split())
 
 
-async def _until(conn: Any, kind: str) -> Any:
-    async with asyncio.timeout(WAIT_S):
-        while (event := await conn.recv()).type != kind:
-            if event.type == "error":
-                raise RuntimeError(f"Realtime: {event.error}")
-    return event
-
-
 # ---------------------------------------------------------------- the run
 
 
-Times = dict[str, dict[str, list[float]]]
-"""measure -> tree -> seconds."""
+async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: int) -> Samples:
+    """Seconds, by measure and tree, the daemons taking turns request by request."""
+    turns = InTurn(daemons)
+    note, each = turns.note, turns.each
 
-
-async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: int) -> Times:
-    times: Times = {}
-
-    def note(what: str, name: str, seconds: float | None) -> None:
-        if seconds is not None:
-            times.setdefault(what, {n: [] for n in daemons})[name].append(seconds)
-
-    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
-        for name, daemon in daemons.items():  # turn by turn: load falls on both
-            try:
-                note(what, name, await job(daemon))
-            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
-                print(f"{what} ({name}) failed: {exc}", file=sys.stderr)
-
-    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
-    try:
-        for client in clients.values():
-            client.send("listen", reply=True)
-            await client.expect("state")
+    async with handsfree_clients(daemons) as clients:
         for _ in range(runs):
             for utterance in speech:
                 lead = np.zeros(int(0.3 * RATE), np.int16)
@@ -301,30 +247,20 @@ async def measure(daemons: dict[str, Daemon], speech: list[np.ndarray], runs: in
                         whole, _, words = pairs[daemon.url]
                         note("Realtime turn with tools offered (to response.done, per word said)",
                              name, whole / words)  # fmt: skip
-    finally:
-        for client in clients.values():
-            await client.close()
-    return times
+    return turns.samples
 
 
-def table(times: Times, revision: str, runs: int) -> str:
-    def ms(values: list[float], q: float | None = None) -> str:
-        if not values:
-            return "-"
-        value = statistics.median(values) if q is None else percentile(values, q)
-        return f"{value * 1000:.0f} ms"
-
+def table(times: Samples, revision: str, runs: int) -> str:
     rows = []
     for what, by in times.items():
         old, new = by.get("before", []), by.get("after", [])
         ratio = f"{statistics.median(new) / statistics.median(old):.2f}" if old and new else "-"
         rows.append(
-            f"| {what} | {ms(old)} ({ms(old, 0.9)}) | {ms(new)} ({ms(new, 0.9)}) | {ratio} "
-            f"| {len(old)} / {len(new)} |"
+            f"| {what} | {spread(old)} | {spread(new)} | {ratio} | {len(old)} / {len(new)} |"
         )
     return "\n".join(
         [
-            f"{datetime.date.today()}, {machine()}. `bench/one_door.py`: {len(COMMANDS)} "
+            f"{datetime.date.today()}, {machine()}. `bench/client_paths.py`: {len(COMMANDS)} "
             f"Piper commands and {len(QUESTIONS)} typed questions x {runs} runs, the embedded "
             "models, the two daemons taking turns request by request. `before` is "
             f"{revision}. Median (p90).",
@@ -340,22 +276,14 @@ def table(times: Times, revision: str, runs: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", default="main", help="git revision to compare with")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3, before="main")
     parser.add_argument("--static", action="store_true", help="only count lines and imports")
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    revision = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    with exported(revision) as old:
+    before_rev = revision(args.before)
+    with worktree(before_rev) as old:
         parts = ["## One door: every client through the conversation, before and after", ""]
         if not args.static:
-            speech = synthesize(COMMANDS)
+            speech = piper_speech(COMMANDS)
             with tempfile.TemporaryDirectory() as work:
                 with (
                     serving(old, Path(work) / "before", (22200, 22249)) as before,
@@ -363,8 +291,8 @@ def main() -> None:
                 ):
                     daemons = {"before": before, "after": after}
                     times = asyncio.run(measure(daemons, speech, args.runs))
-            parts += [table(times, revision, args.runs), ""]
-        parts.append(static_section(old, revision))
+            parts += [table(times, before_rev, args.runs), ""]
+        parts.append(static_section(old, before_rev))
     text = "\n".join(parts)
     print(text)
     if not args.no_write and not args.static:

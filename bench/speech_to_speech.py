@@ -1,8 +1,9 @@
-"""Half a second: from the end of speech to the first word of the reply, before and after.
+"""Speech to speech: from the end of speech to the first word of the reply, before and after.
 
-Two source trees, this one and a git revision exported into a temporary folder, each
-run a real ``hearth serve`` on the embedded models with the same configuration; the two
-daemons take turns, request by request, so load on the machine falls on both alike.
+Two source trees, this one and a git revision checked out into a temporary worktree,
+each run a real ``hearth serve`` on the embedded models with the same configuration;
+the two daemons take turns, request by request, so load on the machine falls on both
+alike.
 Home commands are spoken by Hearth's Piper voice and by eSpeak NG voices (the Debian
 package), at real time. Measured, as medians and p90:
 
@@ -20,47 +21,48 @@ Then, in this process, the budget: hands-free turns through the same session and
 code the daemon runs, with each step's end in ms after the end of speech, from
 timestamps taken inside (the worker pools' calls and the events).
 
-Run: .venv/bin/python bench/half_second.py [--before main] [--runs 3] [--no-write]
+Run: .venv/bin/python -m bench.speech_to_speech [--before main] [--runs 3] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.conversation_move import serving, synthesize  # noqa: E402
-from bench.one_door import exported  # noqa: E402
-from bench.results import machine, percentile, write_section  # noqa: E402
-from daemon.audio.pcm import RATE, resample_pcm  # noqa: E402
-from daemon.engines.tts.text import FIRST_WORDS  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.helpers import espeak_pcm, trimmed  # noqa: E402
-from tests.webrtc_client import RtcClient  # noqa: E402
-
-COMMANDS = (
-    "Turn on the kitchen lights.",
-    "What time is it?",
-    "Set a timer for ten minutes.",
-    "Close the blinds in the living room.",
-    "What is the weather like tomorrow?",
+from bench.harness import (
+    HOME_COMMANDS,
+    ROOT,
+    InTurn,
+    Samples,
+    arguments,
+    handsfree_clients,
+    machine,
+    percentile,
+    piper_speech,
+    publish,
+    real_time,
+    revision,
+    serving,
+    worktree,
 )
+from bench.willow import HEADERS
+from daemon.audio.pcm import RATE, resample_pcm
+from daemon.engines.tts.text import FIRST_WORDS
+from tests.daemon import Daemon
+from tests.helpers import espeak_pcm, trimmed
+from tests.webrtc_client import RtcClient
+
+COMMANDS = HOME_COMMANDS
 ESPEAK = ("en-us", "en-gb+f3")
 ESPEAK_COMMANDS = (
     "Set the living room light to four percent.",
@@ -71,8 +73,6 @@ ESPEAK_COMMANDS = (
 LONG_COMMAND = "Turn on the kitchen lights and set the thermostat to 72 degrees."
 WAIT_S = 120.0
 QUIET_DBFS = -40.0
-
-Samples = dict[str, dict[str, list[float]]]
 
 
 def _levels(pcm: np.ndarray) -> np.ndarray:
@@ -163,21 +163,10 @@ def sts_turn(daemon: Daemon, speech: np.ndarray) -> float | None:
     step = int(RATE * 0.02) * 2
     last = [0.0]
 
-    def body() -> Iterator[bytes]:
-        began = time.perf_counter()
-        for i in range(0, len(pcm), step):
-            yield pcm[i : i + step]
-            time.sleep(max(0.0, began + (i + step) / (RATE * 2) - time.perf_counter()))
-        last[0] = time.perf_counter()
-
-    headers = {
-        "x-audio-sample-rate": str(RATE),
-        "x-audio-bits": "16",
-        "x-audio-channel": "1",
-        "x-audio-codec": "pcm",
-    }
     url = f"{daemon.url}/api/sts?format=pcm"
-    with httpx.stream("POST", url, content=body(), headers=headers, timeout=WAIT_S) as resp:
+    with httpx.stream(
+        "POST", url, content=real_time(pcm, step, last), headers=HEADERS, timeout=WAIT_S
+    ) as resp:
         if resp.status_code != 200:
             return None
         for chunk in resp.iter_bytes():
@@ -229,24 +218,11 @@ async def wyoming_voice_stopped(daemon: Daemon, speech: np.ndarray) -> float | N
 
 
 async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], runs: int) -> Samples:
-    samples: Samples = {}
+    """Values by measure and tree, the daemons taking turns request by request."""
+    turns = InTurn(daemons)
+    note, each = turns.note, turns.each
 
-    def note(what: str, name: str, value: float | None) -> None:
-        if value is not None:
-            samples.setdefault(what, {n: [] for n in daemons})[name].append(value)
-
-    async def each(what: str, job: Callable[[Daemon], Any]) -> None:
-        for name, daemon in daemons.items():  # turn by turn: load falls on both
-            try:
-                note(what, name, await job(daemon))
-            except Exception as exc:  # noqa: BLE001 - one failure is a missing sample
-                print(f"{what} ({name}) failed: {exc!r}", file=sys.stderr)
-
-    clients = {name: await RtcClient(d.url).connect() for name, d in daemons.items()}
-    try:
-        for client in clients.values():
-            client.send("listen", reply=True)
-            await client.expect("state")
+    async with handsfree_clients(daemons) as clients:
         for _ in range(runs):
             for label, utterance in speech.items():
                 if label == "long":
@@ -265,10 +241,7 @@ async def measure(daemons: dict[str, Daemon], speech: dict[str, np.ndarray], run
                 "wyoming voice-stopped",
                 lambda d: wyoming_voice_stopped(d, speech["long"]),
             )
-    finally:
-        for client in clients.values():
-            await client.close()
-    return samples
+    return turns.samples
 
 
 # ---------------------------------------------------------------- the budget, in process
@@ -429,7 +402,8 @@ def report(
 ) -> str:
     names = ("before", "after")
     lines = [
-        "## Half a second: end of speech to the first word of the reply (`bench/half_second.py`)",
+        "## Half a second: end of speech to the first word of the reply"
+        " (`bench/speech_to_speech.py`)",
         "",
         f"{datetime.date.today()}, {machine()}. Two daemons on loopback, the embedded models,"
         f" `llm.temperature: 0`, taking turns request by request; `before` is {revision}."
@@ -498,28 +472,20 @@ def report(
 
 
 def comma_pause() -> float:
-    pcm = synthesize(("Yes, the lights are on.",))[0]
+    pcm = piper_speech(("Yes, the lights are on.",))[0]
     return longest_quiet_s(pcm)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--before", default="main", help="git revision to compare with")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = arguments(__doc__, runs=3, before="main")
     parser.add_argument("--budget-runs", type=int, default=2)
-    parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--budget-only", action="store_true", help="only the in-process budget")
     parser.add_argument(
         "--history", action="store_true", help="the budget's turns as one conversation each"
     )
     args = parser.parse_args()
-    revision = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    piper = synthesize(COMMANDS + (LONG_COMMAND,))
+    before_rev = revision(args.before)
+    piper = piper_speech(COMMANDS + (LONG_COMMAND,))
     speech = {f"piper {i}": trimmed(p) for i, p in enumerate(piper[:-1])}
     speech["long"] = trimmed(piper[-1])
     if shutil.which("espeak-ng"):
@@ -531,9 +497,9 @@ def main() -> None:
     piper_only = [s for k, s in speech.items() if k.startswith("piper")]
     if args.budget_only:
         steps = asyncio.run(budget(piper_only, args.budget_runs, args.history))
-        print(report({}, steps, revision, 0, comma_s, {}))
+        print(report({}, steps, before_rev, 0, comma_s, {}))
         return
-    with exported(args.before) as before, tempfile.TemporaryDirectory() as work:
+    with worktree(before_rev) as before, tempfile.TemporaryDirectory() as work:
         with (
             serving(before, Path(work) / "before", (21600, 21699)) as old,
             serving(ROOT, Path(work) / "after", (21700, 21799)) as new,
@@ -543,10 +509,8 @@ def main() -> None:
             samples = asyncio.run(measure(daemons, speech_all, args.runs))
             heard = reply_wer(daemons)
     steps = asyncio.run(budget(piper_only, args.budget_runs))
-    table = report(samples, steps, revision, args.runs, comma_s, heard)
-    print(table)
-    if not args.no_write:
-        write_section("half-second", table)
+    table = report(samples, steps, before_rev, args.runs, comma_s, heard)
+    publish("half-second", table, not args.no_write)
 
 
 if __name__ == "__main__":

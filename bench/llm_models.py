@@ -9,9 +9,9 @@ replies that ran to ``max_tokens``, median time to the first piece and tokens/s.
 
 Usage::
 
-    python bench/llm_choice.py                         # the embedded model
-    python bench/llm_choice.py --model qwen=/path/a.gguf --model smol=/path/b.gguf
-    python bench/llm_choice.py --model qwen=/path/a.gguf --sweep   # sampling grid
+    python -m bench.llm_models                         # the embedded model
+    python -m bench.llm_models --model qwen=/path/a.gguf --model smol=/path/b.gguf
+    python -m bench.llm_models --model qwen=/path/a.gguf --sweep   # sampling grid
 
 The machine's other load shifts the timings: compare models measured in one run
 (the first ``--model`` is the baseline of the ratios).
@@ -19,25 +19,22 @@ The machine's other load shifts the timings: compare models measured in one run
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from daemon.config import LlmConfig  # noqa: E402
-from daemon.engines.llm.base import LlmEngine, Sampling  # noqa: E402
-from daemon.engines.llm.local import LocalLlm  # noqa: E402
-from daemon.engines.llm.repetition import RepetitionGuard  # noqa: E402
-from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf  # noqa: E402
-from daemon.engines.workers import WorkerPool  # noqa: E402
-from daemon.speech.chat import (  # noqa: E402
+from bench.harness import arguments
+from daemon.config import LlmConfig
+from daemon.engines.llm.base import LlmEngine, Sampling
+from daemon.engines.llm.local import LocalLlm
+from daemon.engines.llm.repetition import RepetitionGuard
+from daemon.engines.models import EMBEDDED_LLM_NAME, resolve_gguf
+from daemon.engines.workers import WorkerPool
+from daemon.speech.chat import (
     ChatService,
     ChatSettings,
     ConversationStore,
@@ -258,7 +255,7 @@ def table(results: list[Result]) -> str:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, write=False)
     parser.add_argument(
         "--model",
         action="append",
