@@ -43,9 +43,9 @@ from tests.webrtc_client import RtcClient
 RATE = 16000
 TURN_TIMEOUT_S = 120.0
 POOLS = ("asr", "turn", "llm", "tts")
-MAX_TOKENS = 32
+MAX_TOKENS = 16
 """The replies' length: a spoken answer to a home command, so that two hundred turns
-take a quarter of an hour at real time."""
+take about twenty minutes at real time."""
 
 
 @dataclass
@@ -104,7 +104,7 @@ async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
                 if obj.get("done"):
                     turn.reply_words = len(str(obj.get("text") or "").split())
                     break
-        await client.settled(quiet_s=0.4, timeout=TURN_TIMEOUT_S)
+        await client.settled(quiet_s=0.3, timeout=TURN_TIMEOUT_S)
     while client.mic.playing:  # the tail of silence is sent before the next turn
         await asyncio.sleep(0.02)
     heard = [t - ended for t in client.reply_frames_at if t > ended]
