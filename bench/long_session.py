@@ -33,11 +33,12 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psutil
 
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, say, trimmed
 from bench.results import machine, write_section
+from bench.soak import rss_mb
 from tests.daemon import Daemon
+from tests.helpers import words
 from tests.webrtc_client import RtcClient
 
 RATE = 16000
@@ -72,11 +73,6 @@ def pool_seconds(metrics: str) -> dict[str, float]:
             engine = line.split('engine="', 1)[1].split('"', 1)[0]
             out[engine] = float(line.rsplit(" ", 1)[1])
     return out
-
-
-def rss_mb(pid: int) -> float:
-    proc = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 1e6
 
 
 async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
@@ -190,7 +186,7 @@ def report(turns: list[Turn], idle: float, window: int) -> str:
     words_a = statistics.median(t.reply_words for t in first)
     words_b = statistics.median(t.reply_words for t in last)
     rows.append(f"| reply length | {words_a:g} words | {words_b:g} words | - |")
-    right = sum(_same_words(t.said, t.text) for t in turns)
+    right = sum(words(t.said) == words(t.text) for t in turns)
     tenths = [turns[min(n - 1, max(0, round(n * k / 10) - 1))] for k in range(1, 11)]
     rss = [
         "| after turn | idle | " + " | ".join(str(turns.index(t) + 1) for t in tenths) + " |",
@@ -224,13 +220,6 @@ def report(turns: list[Turn], idle: float, window: int) -> str:
             *rss,
         ]
     )
-
-
-def _same_words(said: str, heard: str) -> bool:
-    def norm(text: str) -> list[str]:
-        return "".join(c if c.isalnum() else " " for c in text.lower()).split()
-
-    return norm(said) == norm(heard)
 
 
 def main() -> None:
