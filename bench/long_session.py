@@ -187,11 +187,11 @@ def report(turns: list[Turn], idle: float, window: int) -> str:
     words_b = statistics.median(t.reply_words for t in last)
     rows.append(f"| reply length | {words_a:g} words | {words_b:g} words | - |")
     right = sum(words(t.said) == words(t.text) for t in turns)
-    tenths = [turns[min(n - 1, max(0, round(n * k / 10) - 1))] for k in range(1, 11)]
+    tenths = [min(n - 1, max(0, round(n * k / 10) - 1)) for k in range(1, 11)]
     rss = [
-        "| after turn | idle | " + " | ".join(str(turns.index(t) + 1) for t in tenths) + " |",
+        "| after turn | idle | " + " | ".join(str(i + 1) for i in tenths) + " |",
         "| --- | --- |" + " --- |" * 10,
-        f"| RSS (MB) | {idle:.0f} | " + " | ".join(f"{t.rss_mb:.0f}" for t in tenths) + " |",
+        f"| RSS (MB) | {idle:.0f} | " + " | ".join(f"{turns[i].rss_mb:.0f}" for i in tenths) + " |",
     ]
     half = turns[n // 2 :]
     slope = (
