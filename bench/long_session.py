@@ -36,14 +36,15 @@ import numpy as np
 from bench.harness import arguments, hearth_speech, machine, publish, rss_mb
 from bench.realtime_bench import COMMANDS, ESPEAK_VOICES, espeak, framed, trimmed
 from tests.daemon import Daemon
+from tests.helpers import words
 from tests.webrtc_client import RtcClient
 
 RATE = 16000
 TURN_TIMEOUT_S = 120.0
 POOLS = ("asr", "turn", "llm", "tts")
-MAX_TOKENS = 32
+MAX_TOKENS = 16
 """The replies' length: a spoken answer to a home command, so that two hundred turns
-take a quarter of an hour at real time."""
+take about twenty minutes at real time."""
 
 
 @dataclass
@@ -97,7 +98,7 @@ async def one_turn(client: RtcClient, said: str, speech: np.ndarray) -> Turn:
                 if obj.get("done"):
                     turn.reply_words = len(str(obj.get("text") or "").split())
                     break
-        await client.settled(quiet_s=0.4, timeout=TURN_TIMEOUT_S)
+        await client.settled(quiet_s=0.3, timeout=TURN_TIMEOUT_S)
     while client.mic.playing:  # the tail of silence is sent before the next turn
         await asyncio.sleep(0.02)
     heard = [t - ended for t in client.reply_frames_at if t > ended]
@@ -183,12 +184,12 @@ def report(turns: list[Turn], idle: float, window: int) -> str:
     words_a = statistics.median(t.reply_words for t in first)
     words_b = statistics.median(t.reply_words for t in last)
     rows.append(f"| reply length | {words_a:g} words | {words_b:g} words | - |")
-    right = sum(_same_words(t.said, t.text) for t in turns)
-    tenths = [turns[min(n - 1, max(0, round(n * k / 10) - 1))] for k in range(1, 11)]
+    right = sum(words(t.said) == words(t.text) for t in turns)
+    tenths = [min(n - 1, max(0, round(n * k / 10) - 1)) for k in range(1, 11)]
     rss = [
-        "| after turn | idle | " + " | ".join(str(turns.index(t) + 1) for t in tenths) + " |",
+        "| after turn | idle | " + " | ".join(str(i + 1) for i in tenths) + " |",
         "| --- | --- |" + " --- |" * 10,
-        f"| RSS (MB) | {idle:.0f} | " + " | ".join(f"{t.rss_mb:.0f}" for t in tenths) + " |",
+        f"| RSS (MB) | {idle:.0f} | " + " | ".join(f"{turns[i].rss_mb:.0f}" for i in tenths) + " |",
     ]
     half = turns[n // 2 :]
     slope = (
@@ -217,13 +218,6 @@ def report(turns: list[Turn], idle: float, window: int) -> str:
             *rss,
         ]
     )
-
-
-def _same_words(said: str, heard: str) -> bool:
-    def norm(text: str) -> list[str]:
-        return "".join(c if c.isalnum() else " " for c in text.lower()).split()
-
-    return norm(said) == norm(heard)
 
 
 def main() -> None:
