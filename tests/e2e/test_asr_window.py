@@ -174,3 +174,30 @@ def test_no_trailing_silence_makes_tiny_en_end_a_command_with_words_of_its_own(p
         assert echo_at(text) is None, heard
         assert text.count(".") + text.count("?") + text.count("!") <= 1, heard
         assert_heard(text, "Turn on the reading lamp.", "reading", "lamp")
+
+
+LOCK_CLIPS = ("lock-front-door-a.wav", "lock-front-door-b.wav")
+"""Piper saying "Lock the front door." (noise on), 0.18 s of silence on each side, as a
+session cuts an utterance: tiny.en's full-window decode with word timestamps and no
+timestamp tokens went on from the last word's end and wrote "Thank you." into the
+silence, on every run."""
+
+
+@pytest.mark.parametrize("name", LOCK_CLIPS)
+def test_the_full_window_does_not_read_the_silence_after_the_last_word_again(path, name):
+    """Where the speech ends is known, the full window places the words in time and the
+    transcript is the one sentence said, as when nobody asks where the words lie (the
+    first word as this CPU's tiny.en hears it: "Lock", "Block" or "Walk")."""
+    from pathlib import Path
+
+    from daemon.audio.pcm import decode_file
+
+    samples = decode_file(str(Path(__file__).parents[1] / "data" / name))
+    audio = samples.astype(np.float32) / 32768
+    ends_s = (audio.size - 0.18 * 16000) / 16000
+    for window in ("30", "auto"):  # the clip is telephone band: "auto" keeps 30 s too
+        model = WhisperAsr("tiny.en", path, window=window)
+        plain = model.transcribe(audio, TranscribeOptions()).text
+        got = model.transcribe(audio, TranscribeOptions(speech_end_s=ends_s)).text
+        assert words(plain)[1:] == ["the", "front", "door"], plain
+        assert words(got)[1:] == ["the", "front", "door"], (window, got)

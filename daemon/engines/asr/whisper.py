@@ -396,7 +396,12 @@ class WhisperAsr(AsrModel):
             task=task,
             initial_prompt=options.initial_prompt,
             condition_on_previous_text=False,
-            without_timestamps=not options.timestamps,
+            # Words placed in time need Whisper's timestamp tokens too: without them
+            # faster-whisper moves on from the last word's end and decodes the silence
+            # after the speech again, where Whisper writes a sentence of its own
+            # ("Lock the front door." + "Thank you.", the added words placed
+            # from the real last word's end on, before the end of speech).
+            without_timestamps=not options.timestamps and options.speech_end_s is None,
             word_timestamps=options.speech_end_s is not None,
             vad_filter=False,
         )
