@@ -35,11 +35,11 @@ from daemon.engines.hub.progress import Downloads
 from daemon.errors import EXIT_CONFIG, ConfigError, ModelUnavailable
 from daemon.house.service import House
 from daemon.ops import memory
+from daemon.ops.doors import Doors
 from daemon.ops.inflight import InFlight
 from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
-from daemon.ops.presence import MdnsPresence
 from daemon.runtime.context import Core
 from daemon.runtime.engines import Engines
 from daemon.runtime.loading import load_engines
@@ -107,9 +107,8 @@ class HearthService:
         self.error = ""
         self.config_error = False
         self.started = time.monotonic()
-        self.listeners: list[Listener] = []
-        """Every way in, in start-up order (made by ``run``)."""
-        self.mdns = MdnsPresence()
+        self.doors = Doors(lambda: self._stopping is not None)
+        """Every way in (made by ``run``) and the mDNS presence announcing them."""
         self.notifier = notifier or Notifier()
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
@@ -144,17 +143,13 @@ class HearthService:
         return self.state is ServiceState.READY, details
 
     def _metrics_snapshot(self) -> ServiceSnapshot:
-        sessions: dict[str, int] = {}
-        for listener in self.listeners:
-            sessions |= listener.active_sessions()
         states = tuple(s.value for s in ServiceState)
         gauges = self.engines.gauges() if self.engines is not None else None
-        return ServiceSnapshot(self.state.value, states, gauges, sessions)
+        return ServiceSnapshot(self.state.value, states, gauges, self.doors.sessions())
 
     def _status_line(self) -> str:
         models = len(self.engines.status) if self.engines is not None else 0
-        where = [text for listener in self.listeners if (text := listener.describe())]
-        return "; ".join([f"Ready: {models} models", *where])
+        return "; ".join([f"Ready: {models} models", *self.doors.where()])
 
     # ---------------------------------------------------------------- life
 
@@ -175,10 +170,10 @@ class HearthService:
         self.notifier.status("Warming up models")
         await warm_up(self.engines)
         self.notifier.status("Binding listeners")
-        await self._start_listeners(early=False)
+        await self.doors.start(early=False)
         if self._stopping is not None:
             return  # stopped while loading: never READY
-        self._start_mdns()
+        self.doors.announce(self.config.mdns)
         self.trimmer.start()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
@@ -212,18 +207,6 @@ class HearthService:
             raise ModelUnavailable("the daemon is still loading its models")
         return core
 
-    async def _start_listeners(self, early: bool) -> None:
-        """Start the early listeners (before loading) or the others, in list order."""
-        for listener in self.listeners:
-            if listener.early == early and self._stopping is None:
-                await listener.start()
-
-    def _start_mdns(self) -> None:
-        """Advertise what the listeners announce (when mdns.enabled)."""
-        if self._stopping is None:
-            announced = (a for listener in self.listeners for a in listener.announcements())
-            self.mdns.start(self.config.mdns, ((a.type, a.port, a.properties) for a in announced))
-
     def _make_listeners(self) -> list[Listener]:
         """One listener per kind of :func:`listener_kinds`, in order (a kind may use those
         made before it)."""
@@ -247,7 +230,7 @@ class HearthService:
         from protocols.patches import verify_all
 
         verify_all()  # a library upgraded past what a patch was written for is logged now
-        self.listeners = self._make_listeners()
+        self.doors.listeners = self._make_listeners()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
         # These stay until the loop closes: a second signal while listeners drain
@@ -260,7 +243,7 @@ class HearthService:
             _LOGGER.info("systemd watchdog: a keep-alive every %.1f s", interval)
         loader: asyncio.Task[None] | None = None
         try:
-            await self._start_listeners(early=True)
+            await self.doors.start(early=True)
             self.house.start()
             loader = asyncio.create_task(self._load_or_fail(), name="load")
             await self._stop_requested.wait()
@@ -354,9 +337,7 @@ class HearthService:
         # After the swap: a listener told of new engines points its clients at them.
         if swapped is not None:
             self.current_core()  # the new core, before a listener points its clients at it
-        drained = [
-            listener.reconfigure(plan.config, swapped is not None) for listener in self.listeners
-        ]
+        drained = self.doors.reconfigure(plan.config, swapped is not None)
         if swapped is not None and previous is not None:
             self._spawn(
                 retire(
@@ -372,11 +353,7 @@ class HearthService:
         if old.homeassistant != plan.config.homeassistant:
             self._spawn(self.house.reconfigure(plan.config.homeassistant), "house-reconfigure")
         if old.mdns != plan.config.mdns:
-            self._spawn(self._restart_mdns(), "mdns-restart")
-
-    async def _restart_mdns(self) -> None:
-        await self.mdns.stop()
-        self._start_mdns()
+            self._spawn(self.doors.announce_again(plan.config.mdns), "mdns-restart")
 
     # ---------------------------------------------------------------- stop
 
@@ -388,7 +365,7 @@ class HearthService:
             self._begin_stop()
         elif self._stopping_now is None:
             _LOGGER.warning("Stopping now on a second %s: requests in flight are cancelled", name)
-            self._stopping_now = asyncio.create_task(self._stop_listeners(0.0), name="stop-now")
+            self._stopping_now = asyncio.create_task(self.doors.stop(0.0), name="stop-now")
 
     def _begin_stop(self) -> None:
         """The first stop request: tell systemd, start draining every listener."""
@@ -403,16 +380,7 @@ class HearthService:
 
     async def _drain(self, grace_s: float) -> None:
         """Unregister mDNS while every listener stops; requests get ``grace_s``."""
-        await asyncio.gather(self.mdns.stop(), self._stop_listeners(grace_s), self.trimmer.stop())
-
-    async def _stop_listeners(self, grace_s: float) -> None:
-        """Stop every listener at once; one that fails to stop does not hold up the rest."""
-        results = await asyncio.gather(
-            *(listener.stop(grace_s) for listener in self.listeners), return_exceptions=True
-        )
-        for listener, result in zip(self.listeners, results, strict=True):
-            if isinstance(result, Exception):
-                _LOGGER.error("Stopping %s failed: %s", listener.name, result, exc_info=result)
+        await asyncio.gather(self.doors.mdns.stop(), self.doors.stop(grace_s), self.trimmer.stop())
 
     async def close(self) -> None:
         """Stop listeners, finish retiring, release engines; safe to call more than once."""

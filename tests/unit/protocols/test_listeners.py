@@ -105,7 +105,7 @@ def make_service(config: Config, log: list[str]) -> tuple[HearthService, list[Fa
         FakeListener("wyoming", log, sessions=1),
         FakeListener("webrtc", log),
     ]
-    service.listeners = list(listeners)
+    service.doors.listeners = list(listeners)
     return service, listeners
 
 
