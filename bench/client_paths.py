@@ -21,7 +21,8 @@ It also counts, in each tree, the lines of the adapters (``protocols/``, per cha
 file and in all) and the core modules the adapters import (``tests/import_graph.py``
 of that tree). ``--static`` prints only those counts (no daemon runs).
 
-Run: .venv/bin/python -m bench.client_paths [--before main] [--runs 3] [--static] [--no-write]
+Run: .venv/bin/python -m bench.client_paths [--before main] [--runs 3] [--static]
+[--section narrow-core] [--no-write]
 """
 
 from __future__ import annotations
@@ -268,20 +269,32 @@ def table(times: Samples, revision: str, runs: int) -> str:
             "| measure | before | after | after / before | samples |",
             "|---|---|---|---|---|",
             *rows,
-            "",
-            "Targets: no slower (after / before 1.00 or less, within noise); the Realtime "
-            "turn with tools offered faster (one generation, not two).",
         ]
     )
+
+
+SECTIONS = {
+    "one-door": "One door: every client through the conversation, before and after",
+    "narrow-core": "A narrow core: every client path before and after the services",
+}
+"""The RESULTS.md sections this bench writes (one per change it measured), and titles."""
+TARGETS = {
+    "one-door": "Targets: no slower (after / before 1.00 or less, within noise); the Realtime "
+    "turn with tools offered faster (one generation, not two).",
+    "narrow-core": "Target: no client path slower than noise (after / before about 1.00).",
+}
 
 
 def main() -> None:
     parser = arguments(__doc__, runs=3, before="main")
     parser.add_argument("--static", action="store_true", help="only count lines and imports")
+    parser.add_argument(
+        "--section", choices=sorted(SECTIONS), default="narrow-core", help="section to write"
+    )
     args = parser.parse_args()
     before_rev = revision(args.before)
     with worktree(before_rev) as old:
-        parts = ["## One door: every client through the conversation, before and after", ""]
+        parts = [f"## {SECTIONS[args.section]}", ""]
         if not args.static:
             speech = piper_speech(COMMANDS)
             with tempfile.TemporaryDirectory() as work:
@@ -291,12 +304,12 @@ def main() -> None:
                 ):
                     daemons = {"before": before, "after": after}
                     times = asyncio.run(measure(daemons, speech, args.runs))
-            parts += [table(times, before_rev, args.runs), ""]
+            parts += [table(times, before_rev, args.runs), "", TARGETS[args.section], ""]
         parts.append(static_section(old, before_rev))
     text = "\n".join(parts)
     print(text)
     if not args.no_write and not args.static:
-        write_section("one-door", text)
+        write_section(args.section, text)
 
 
 if __name__ == "__main__":
