@@ -500,7 +500,7 @@ def _part1(
         "",
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}."
         f"{' Quick run (a subset).' if quick else ''} Run with `.venv/bin/python "
-        f"bench/wyoming_turn.py{flags}` ({elapsed / 60:.0f} min; 15-minute load average at"
+        f"-m bench.wyoming_turn{flags}` ({elapsed / 60:.0f} min; 15-minute load average at"
         f" the end {load:.1f} on {cores} cores{busy})."
         " One client that behaves like Home Assistant 2026's `stt.py`: it reads"
         " `requires_external_vad` in the server's info; when false it streams 10 ms chunks"
