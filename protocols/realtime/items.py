@@ -52,7 +52,7 @@ async def create(session: SessionState, item: object) -> None:
     if kind != "message":
         raise Refused(f"unknown item type {str(kind)[:32]!r}", "invalid_value", "item.type")
     item_id = item.get("id") or new_id("item")
-    if not isinstance(item_id, str) or len(item_id) > MAX_ITEM_ID or item_id in session.book.known:
+    if not isinstance(item_id, str) or len(item_id) > MAX_ITEM_ID or item_id in session.user.known:
         raise Refused("'item.id' must be a new id of at most 64 characters", param="item.id")
     role = item.get("role")
     texts, encoded = _content(item.get("content"))
@@ -86,8 +86,8 @@ async def _system(session: SessionState, item_id: str, text: str, audio: bytes |
     session.system_items = notes
     session.conversation.chat_options = chat
     session.prime(chat)
-    previous = session.book.last_item
-    session.book.remember(item_id, "system")
+    previous = session.user.last_item
+    session.user.remember(item_id, "system")
     body = message_item(item_id, "system", "completed", [{"type": "input_text", "text": text}])
     await session.send(event("conversation.item.added", previous_item_id=previous, item=body))
     await session.send(event("conversation.item.done", item=body))
@@ -100,14 +100,14 @@ async def _user(session: SessionState, item_id: str, text: str, audio: bytes | N
     if audio is None:
         if not text:
             raise Refused("the message is empty", param="item.content")
-        await session.book.add_user(user, text)
+        await session.user.add_user(user, text)
         await session.send(event("conversation.item.done", item=user.render(text)))
         user.resolve(text)
     else:
-        await session.book.add_user(user)
+        await session.user.add_user(user)
         fmt = session.config.input_format
         session.spawn(_transcribe(session, user, audio, fmt), "transcribe-item")
-    session.book.pending.append(user)
+    session.user.pending.append(user)
 
 
 async def _transcribe(session: SessionState, user: UserItem, pcm: bytes, fmt: WireFormat) -> None:
@@ -118,7 +118,7 @@ async def _transcribe(session: SessionState, user: UserItem, pcm: bytes, fmt: Wi
         options = config.transcribe_options()
         model = session.asr_model(config)
         result = await speech.transcribe_pcm(fmt.pcm, pcm, model, options)
-        await session.book.transcribed(user, result.text, result.audio_ms)
+        await session.user.transcribed(user, result.text, result.audio_ms)
     except HearthError as exc:
         user.resolve("")
         details = {"type": "invalid_request_error", "code": exc.code, "message": exc.message}
@@ -155,7 +155,7 @@ async def truncate(session: SessionState, data: dict[str, Any]) -> None:
     """``conversation.item.truncate``: the client played this much of a reply; one still
     under way stops."""
     item_id, end = data.get("item_id"), data.get("audio_end_ms")
-    if not isinstance(item_id, str) or session.book.known.get(item_id) != "assistant":
+    if not isinstance(item_id, str) or session.user.known.get(item_id) != "assistant":
         raise Refused("no assistant item with that id", param="item_id")
     if isinstance(end, bool) or not isinstance(end, int) or end < 0:
         raise Refused("'audio_end_ms' must be a whole number of ms", param="audio_end_ms")
@@ -171,11 +171,11 @@ async def truncate(session: SessionState, data: dict[str, Any]) -> None:
 async def delete(session: SessionState, data: dict[str, Any]) -> None:
     """``conversation.item.delete``: an item not yet answered is not answered."""
     item_id = data.get("item_id")
-    book = session.book
-    if not isinstance(item_id, str) or item_id not in book.known:
+    user = session.user
+    if not isinstance(item_id, str) or item_id not in user.known:
         raise Refused("no item with that id", param="item_id")
-    book.known.pop(item_id)
-    book.pending = [item for item in book.pending if item.id != item_id]
+    user.known.pop(item_id)
+    user.pending = [item for item in user.pending if item.id != item_id]
     await session.send(event("conversation.item.deleted", item_id=item_id))
 
 

@@ -1,5 +1,6 @@
-"""The Realtime bookkeeping: responses (on top of the user's items,
-:mod:`~protocols.realtime.user_items`), and the conversation's events as server events.
+"""The Realtime bookkeeping: responses (beside the user's items,
+:mod:`~protocols.realtime.user_items`, which the book holds), and the conversation's
+events as server events.
 
 The conversation speaks Hearth's vocabulary (voice started, partial and final
 transcripts, a reply's text and audio, an interruption); a Realtime client expects
@@ -36,7 +37,7 @@ Send = Callable[[Event], Awaitable[None]]
 Called = Callable[[Response, str, list[ToolCall]], Awaitable[None]]
 
 
-class Book(UserItems):
+class Book:
     """Ids and states of one session's items and responses (see the module docstring)."""
 
     def __init__(
@@ -45,8 +46,11 @@ class Book(UserItems):
         send: Send,
         playback: ReplyPlayer[Event],
         new_response: Callable[[], Response],
+        user: UserItems,
     ) -> None:
-        super().__init__(send)
+        self._send = send
+        self.user = user
+        """The user's items and turns (the speech events are theirs)."""
         self.conversation_id = conversation_id
         self.playback = playback
         self.new_response = new_response
@@ -80,14 +84,16 @@ class Book(UserItems):
         handler = _HANDLERS.get(type(item))
         if handler is not None:
             await handler(self, item)
+        else:
+            await self.user.on_event(item)
 
     async def _error(self, failed: ev.RunError) -> None:
         details = {"type": "server_error", "code": failed.code, "message": failed.message}
         target = self.replying
         if target is not None:
             target.error = details
-        elif self.awaiting:
-            item = self.awaiting.popleft()
+        elif self.user.awaiting:
+            item = self.user.awaiting.popleft()
             item.resolve("")
             await self._send(
                 event(
@@ -118,8 +124,8 @@ class Book(UserItems):
         if response.begun:
             return
         response.begun = True
-        previous = self.last_item
-        self.remember(response.item_id, "assistant")
+        previous = self.user.last_item
+        self.user.remember(response.item_id, "assistant")
         item = message_item(response.item_id, "assistant", "in_progress", [])
         where = {"response_id": response.id, "output_index": 0}
         await self._send(event("response.output_item.added", **where, item=item))
@@ -262,11 +268,6 @@ class Book(UserItems):
 
 
 _HANDLERS: dict[type, Callable[[Book, Any], Awaitable[None]]] = {
-    ev.VoiceStarted: Book._voice_started,
-    ev.PartialTranscript: Book._partial,
-    ev.VoiceStopped: Book._voice_stopped,
-    ev.FinalTranscript: Book._final,
-    ev.UtteranceIgnored: Book._ignored,
     ev.RunError: Book._error,
     ev.ReplyStarted: Book._reply_started,
     ev.ReplyChunk: Book._chunk,
@@ -276,5 +277,5 @@ _HANDLERS: dict[type, Callable[[Book, Any], Awaitable[None]]] = {
     ev.RunEnded: Book._run_ended,
     ev.ReplyInterrupted: Book._interrupted,
 }
-"""The conversation events that mean something to a Realtime client (phases, wake notes
-and speculation do not)."""
+"""The conversation events of the replies; the speech events go to the user's items
+(phases, wake notes and speculation mean nothing to a Realtime client)."""

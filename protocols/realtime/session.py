@@ -204,7 +204,7 @@ class RealtimeSession(SessionState):
                 "input_audio_buffer_commit_empty",
             )
         self._buffered_ms = 0.0
-        await self.book.commit(items.spoken())
+        await self.user.commit(items.spoken())
         await self.conversation.stop()  # the final follows as an event
         await self._listen()  # the next turn's audio is heard at once
 
@@ -213,7 +213,7 @@ class RealtimeSession(SessionState):
         if speech is not None and (self.config.turn_detection is None or speech.in_utterance):
             await self.conversation.mute()  # what was heard is dropped; the next audio listens
         self._buffered_ms = 0.0
-        self.book.speaking = None
+        self.user.speaking = None
         await self.send(event("input_audio_buffer.cleared"))
 
     async def _item_create(self, data: dict[str, Any], client_event: str | None) -> None:
@@ -236,14 +236,14 @@ class RealtimeSession(SessionState):
         self.book.requested = response
         await self.book.created(response)
         self._deadline(response)
-        pending, self.book.pending = self.book.pending, []
+        pending, self.user.pending = self.user.pending, []
         task = self._tasks.spawn(items.answer(self, request, pending), "answer")
         self._answers[response.id] = task
         task.add_done_callback(lambda _: self._answers.pop(response.id, None))
 
     async def _respond_to_turn(self) -> None:
         """A heard turn, with tools offered: the session asks for its response."""
-        if self.book.active is None and self.book.pending:
+        if self.book.active is None and self.user.pending:
             try:
                 await self._response_create({}, None)
             except HearthError as exc:  # the client hears why its turn went unanswered
@@ -288,7 +288,7 @@ class RealtimeSession(SessionState):
         speech = conversation.speech
         if speech is not None and speech is not self._heard_by:  # renewed after a reload
             self._heard_by = speech
-            self.book.audio_base_ms = round(before)
+            self.user.audio_base_ms = round(before)
 
     async def _listen(self) -> None:
         """Hear as the session says: hands-free (the fixed silence or the turn model) or
@@ -309,11 +309,11 @@ class RealtimeSession(SessionState):
         )
         hearing = await self.services.speech.hearing(listening)
         await self.conversation.listen(hearing)
-        self.book.vad = turn is not None
+        self.user.vad = turn is not None
         auto = turn is not None and turn.create_response
-        self.book.auto_reply = auto and not self.replies_with_tools
-        self.book.respond = self._respond_to_turn if self.replies_with_tools else None
-        self.book.audio_base_ms = round(self._input_ms)
+        self.user.auto_reply = auto and not self.replies_with_tools
+        self.user.respond = self._respond_to_turn if self.replies_with_tools else None
+        self.user.audio_base_ms = round(self._input_ms)
         self._heard_by = self.conversation.speech
         self._buffered_ms = 0.0
 

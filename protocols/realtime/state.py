@@ -31,6 +31,7 @@ from daemon.runtime.api import (
 from protocols.realtime import config as cfg
 from protocols.realtime.objects import Response, ToolTurns
 from protocols.realtime.responses import Book
+from protocols.realtime.user_items import UserItems
 from protocols.realtime.wire import Event, new_id
 
 _LOGGER = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ class SessionState:
         """The core's player: each reply audio event goes out paced to the client's clock."""
         # The conversation follows a reload on its own: new engines at its next boundary.
         self.conversation = services.speech.open_conversation(self.id, self.playback, follow=True)
-        self.book = Book(self.id, self.send, self.playback, self._default_response)
+        self.user = UserItems(self.send)
+        """The user's items and turns: ids, the turns awaiting words, unanswered items."""
+        self.book = Book(self.id, self.send, self.playback, self._default_response, self.user)
         self._tasks = OwnedTasks(f"realtime-{self.id[-8:]}")
         self._answers: dict[str, asyncio.Task[None]] = {}
         """Requested responses still gathering their words, by id."""

@@ -76,13 +76,13 @@ async def answer_results(session: SessionState, request: Request, said: str = ""
 
 async def send_call(session: SessionState, response: Response, call: ToolCall) -> None:
     """One call as a ``function_call`` output item and its argument events."""
-    book = session.book
+    user = session.user
     index = len(response.calls) + (1 if response.begun else 0)  # after its message
     item_id = new_id("item")
     item = call_item(item_id, call, "in_progress", "")
     response.calls.append(call_item(item_id, call, "completed", call.arguments))
-    previous = book.last_item
-    book.remember(item_id, "function_call")
+    previous = user.last_item
+    user.remember(item_id, "function_call")
     where = {"response_id": response.id, "output_index": index}
     place = where | {"item_id": item_id, "call_id": call.id}
     await session.send(event("response.output_item.added", **where, item=item))
@@ -125,12 +125,12 @@ async def add_output(session: SessionState, item: dict[str, Any]) -> None:
     if len(output) > limit:
         raise Refused(f"the output is longer than {limit} characters", param="item.output")
     item_id = item.get("id") or new_id("item")
-    if not isinstance(item_id, str) or len(item_id) > 64 or item_id in session.book.known:
+    if not isinstance(item_id, str) or len(item_id) > 64 or item_id in session.user.known:
         raise Refused("'item.id' must be a new id of at most 64 characters", param="item.id")
     session.tool_turns.answered(call_id, output)
-    book = session.book
-    previous = book.last_item
-    book.remember(item_id, "function_call_output")
+    user = session.user
+    previous = user.last_item
+    user.remember(item_id, "function_call_output")
     body = {
         "id": item_id,
         "object": "realtime.item",

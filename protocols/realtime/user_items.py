@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from daemon.runtime.api import events as ev
 from protocols.realtime.objects import UserItem
@@ -44,6 +45,13 @@ class UserItems:
         self.last_item: str | None = None
         self.known: OrderedDict[str, str] = OrderedDict()
         """Item id → role, the newest last."""
+
+    async def on_event(self, item: object) -> None:
+        """Translate one of the conversation's speech events (others are not the
+        user's side: the caller handles them)."""
+        handler = _HANDLERS.get(type(item))
+        if handler is not None:
+            await handler(self, item)
 
     def remember(self, item_id: str, role: str) -> None:
         """A new item in the conversation."""
@@ -152,3 +160,13 @@ class UserItems:
         item, self.speaking = self.speaking or UserItem(new_id("item")), None
         await self.commit(item)
         return self.awaiting.popleft()
+
+
+_HANDLERS: dict[type, Callable[[UserItems, Any], Awaitable[None]]] = {
+    ev.VoiceStarted: UserItems._voice_started,
+    ev.PartialTranscript: UserItems._partial,
+    ev.VoiceStopped: UserItems._voice_stopped,
+    ev.FinalTranscript: UserItems._final,
+    ev.UtteranceIgnored: UserItems._ignored,
+}
+"""The conversation's speech events, as the user's side of the book sees them."""
