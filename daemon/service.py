@@ -35,11 +35,11 @@ from daemon.engines.hub.progress import Downloads
 from daemon.errors import EXIT_CONFIG, ConfigError, ModelUnavailable
 from daemon.house.service import House
 from daemon.ops import memory
-from daemon.ops.doors import Doors
 from daemon.ops.inflight import InFlight
 from daemon.ops.logs import set_level
 from daemon.ops.metrics import Metrics, ServiceSnapshot, outcome_of_code
 from daemon.ops.notify import Notifier, keep_alive, watchdog_interval
+from daemon.ops.presence import MdnsPresence
 from daemon.runtime.context import Core
 from daemon.runtime.engines import Engines
 from daemon.runtime.loading import load_engines
@@ -48,6 +48,7 @@ from daemon.runtime.remote import close_remotes
 from daemon.runtime.services import Services
 from daemon.runtime.startup import in_daemon_thread, warm_up
 from daemon.voices.training import Training
+from protocols.doors import Doors
 
 if TYPE_CHECKING:
     from protocols.listener import Listener, ListenerKind
@@ -108,7 +109,8 @@ class HearthService:
         self.config_error = False
         self.started = time.monotonic()
         self.doors = Doors(lambda: self._stopping is not None)
-        """Every way in (made by ``run``) and the mDNS presence announcing them."""
+        """Every way in (made by ``run``)."""
+        self.mdns = MdnsPresence()
         self.notifier = notifier or Notifier()
         self.inflight = InFlight()
         """HTTP requests in flight (the middleware registers them)."""
@@ -173,7 +175,7 @@ class HearthService:
         await self.doors.start(early=False)
         if self._stopping is not None:
             return  # stopped while loading: never READY
-        self.doors.announce(self.config.mdns)
+        self._start_mdns()
         self.trimmer.start()
         self.state = ServiceState.READY
         _LOGGER.info("Ready in %.1f s", time.perf_counter() - began)
@@ -353,7 +355,16 @@ class HearthService:
         if old.homeassistant != plan.config.homeassistant:
             self._spawn(self.house.reconfigure(plan.config.homeassistant), "house-reconfigure")
         if old.mdns != plan.config.mdns:
-            self._spawn(self.doors.announce_again(plan.config.mdns), "mdns-restart")
+            self._spawn(self._restart_mdns(), "mdns-restart")
+
+    def _start_mdns(self) -> None:
+        """Advertise what the listeners announce (when mdns.enabled)."""
+        if self._stopping is None:
+            self.mdns.start(self.config.mdns, self.doors.announced())
+
+    async def _restart_mdns(self) -> None:
+        await self.mdns.stop()
+        self._start_mdns()
 
     # ---------------------------------------------------------------- stop
 
@@ -380,7 +391,7 @@ class HearthService:
 
     async def _drain(self, grace_s: float) -> None:
         """Unregister mDNS while every listener stops; requests get ``grace_s``."""
-        await asyncio.gather(self.doors.mdns.stop(), self.doors.stop(grace_s), self.trimmer.stop())
+        await asyncio.gather(self.mdns.stop(), self.doors.stop(grace_s), self.trimmer.stop())
 
     async def close(self) -> None:
         """Stop listeners, finish retiring, release engines; safe to call more than once."""
